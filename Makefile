@@ -1,0 +1,54 @@
+# Two commands matter: `make demo` and `make test` (see README.md).
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
+# pip reports every missing mirror directory of this machine's config as a warning: noise.
+QUIET_PIP := 2>&1 | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+VENV := .venv
+PYTHON := $(VENV)/bin/python
+HOST ?= 127.0.0.1
+PORT ?= 8000
+TEST_DATABASE_URL ?= postgresql://postgres@127.0.0.1:5432/portal
+TEST_REDIS_URL ?= redis://127.0.0.1:6379/1
+PYTEST_ARGS ?=
+
+.PHONY: demo test lint install install-test services browser clean
+
+$(VENV)/.created:
+	python3 -m venv $(VENV)
+	touch $@
+
+# Re-install when pyproject.toml changes.
+$(VENV)/.installed: pyproject.toml scripts/requirements.py | $(VENV)/.created
+	$(PYTHON) scripts/requirements.py > $(VENV)/requirements.txt
+	$(PYTHON) -m pip install -q -r $(VENV)/requirements.txt $(QUIET_PIP)
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml scripts/requirements.py | $(VENV)/.created
+	$(PYTHON) scripts/requirements.py test > $(VENV)/requirements-test.txt
+	$(PYTHON) -m pip install -q -r $(VENV)/requirements-test.txt $(QUIET_PIP)
+	touch $@ $(VENV)/.installed
+
+install: $(VENV)/.installed
+install-test: $(VENV)/.installed-test
+
+services:
+	scripts/services-up
+
+browser:
+	scripts/browser-up
+
+demo: install
+	$(PYTHON) manage.py migrate --no-input
+	$(PYTHON) manage.py seed_demo
+	$(PYTHON) manage.py import_topology inventory/fixtures/sakuraone.yaml
+	scripts/demo-run $(HOST) $(PORT)
+
+lint: install-test
+	$(VENV)/bin/ruff check .
+
+test: install-test services browser lint
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) \
+		$(PYTHON) -m pytest $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .ruff_cache test-artifacts

@@ -1,0 +1,19 @@
+"""The Action machinery: handlers register a kind; services enqueue and run Actions."""
+
+from portal.actions.registry import (
+    ActionHandler,
+    PermanentActionError,
+    TransientActionError,
+    get_action_handler,
+    register_action_handler,
+    registered_action_kinds,
+)
+
+__all__ = [
+    "ActionHandler",
+    "PermanentActionError",
+    "TransientActionError",
+    "get_action_handler",
+    "register_action_handler",
+    "registered_action_kinds",
+]

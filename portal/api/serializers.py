@@ -1,0 +1,151 @@
+"""Serializer bases shared by every app's API, and the portal app's own serializers."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from portal.actions.canary import CANARY_MAX_HOLD_SECONDS
+from portal.models import Action, ActionAttempt, APIToken, AuditEntry, Tenant, User
+
+
+class RejectUnknownFieldsMixin:
+    """A typo in a field name is an error, not a silently ignored field."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            writable = {name for name, field in self.fields.items() if not field.read_only}
+            unknown = sorted(set(data) - writable)
+            if unknown:
+                read_only = [name for name in unknown if name in self.fields]
+                errors = {name: ["This field is read-only."] for name in read_only}
+                errors.update(
+                    {name: ["Unknown field."] for name in unknown if name not in self.fields}
+                )
+                raise serializers.ValidationError(errors)
+        return super().to_internal_value(data)
+
+
+class StrictSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    pass
+
+
+class StrictModelSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer):
+    pass
+
+
+# --- the portal app's own resources ------------------------------------------------------------
+
+
+class ActionAttemptSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ActionAttempt
+        fields = ["number", "worker", "started_at", "finished_at", "outcome", "error"]
+
+
+class ActionSerializer(serializers.ModelSerializer):
+    url = serializers.HyperlinkedIdentityField(view_name="api:action-detail")
+    requested_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = Action
+        fields = [
+            "id",
+            "url",
+            "kind",
+            "target",
+            "parameters",
+            "reason",
+            "requested_by",
+            "idempotency_key",
+            "status",
+            "attempts",
+            "max_attempts",
+            "last_error",
+            "result",
+            "created_at",
+            "updated_at",
+            "not_before",
+            "started_at",
+            "finished_at",
+        ]
+        read_only_fields = fields
+
+
+class ActionDetailSerializer(ActionSerializer):
+    attempt_log = ActionAttemptSerializer(many=True, read_only=True)
+
+    class Meta(ActionSerializer.Meta):
+        fields = [*ActionSerializer.Meta.fields, "attempt_log"]
+        read_only_fields = fields
+
+
+class CancelActionSerializer(StrictSerializer):
+    reason = serializers.CharField(required=False, allow_blank=True, max_length=1000)
+
+
+class CanaryRequestSerializer(StrictSerializer):
+    reason = serializers.CharField(max_length=1000)
+    hold_seconds = serializers.FloatField(
+        min_value=0,
+        max_value=CANARY_MAX_HOLD_SECONDS,
+        default=0,
+        help_text="How long the worker holds the Action (to rehearse recovery).",
+    )
+    idempotency_key = serializers.CharField(required=False, max_length=128)
+
+
+class AuditEntrySerializer(serializers.ModelSerializer):
+    class Meta:
+        model = AuditEntry
+        fields = [
+            "id",
+            "timestamp",
+            "actor_name",
+            "operation",
+            "object_type",
+            "object_id",
+            "object_repr",
+            "before",
+            "after",
+            "note",
+            "via",
+        ]
+        read_only_fields = fields
+
+
+class TenantSerializer(StrictModelSerializer):
+    user_count = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = Tenant
+        fields = ["id", "name", "slug", "slurm_account", "evpn_vni", "user_count", "created_at"]
+        read_only_fields = ["id", "user_count", "created_at"]
+
+
+class APITokenSerializer(serializers.ModelSerializer):
+    user = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = APIToken
+        fields = ["id", "user", "name", "prefix", "created_at", "last_used_at", "expires_at"]
+        read_only_fields = fields
+
+
+class APITokenCreateSerializer(StrictSerializer):
+    name = serializers.CharField(max_length=100)
+    expires_at = serializers.DateTimeField(required=False, allow_null=True)
+
+
+class APITokenCreatedSerializer(serializers.Serializer):
+    token = APITokenSerializer()
+    key = serializers.CharField(help_text="Shown only now; store it, it cannot be retrieved again.")
+
+
+class MeSerializer(serializers.ModelSerializer):
+    role = serializers.CharField(read_only=True, allow_null=True)
+    tenant = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+
+    class Meta:
+        model = User
+        fields = ["id", "username", "email", "role", "tenant"]
+        read_only_fields = fields

@@ -1,0 +1,70 @@
+"""API token authentication against hashed keys."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import timedelta
+
+from django.utils import timezone
+from rest_framework import exceptions
+from rest_framework.authentication import BaseAuthentication, get_authorization_header
+
+TOKEN_KEYWORDS = ("Token", "Bearer")
+# Recording every use would turn each API read into a write; a minute is precise enough.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+def digest_token_key(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def parse_token_header(header: str) -> str | None:
+    parts = header.split()
+    if len(parts) == 2 and parts[0] in TOKEN_KEYWORDS:
+        return parts[1]
+    return None
+
+
+def user_for_token_key(key: str):
+    """The active user owning this unexpired key, or None."""
+    from portal.models import APIToken
+
+    token = (
+        APIToken.objects.select_related("user", "user__tenant")
+        .filter(key_digest=digest_token_key(key))
+        .first()
+    )
+    now = timezone.now()
+    if token is None or not token.user.is_active:
+        return None
+    if token.expires_at is not None and token.expires_at <= now:
+        return None
+    if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
+        APIToken.objects.filter(pk=token.pk).update(last_used_at=now)
+    return token.user
+
+
+class HashedTokenAuthentication(BaseAuthentication):
+    """`Authorization: Token <key>` (or `Bearer <key>`), looked up by the key's SHA-256 digest."""
+
+    keyword = "Token"
+
+    def authenticate(self, request):
+        header = get_authorization_header(request).decode("latin-1")
+        if not header:
+            return None
+        parts = header.split()
+        if parts[0] not in TOKEN_KEYWORDS:
+            return None
+        key = parse_token_header(header)
+        if key is None:
+            raise exceptions.AuthenticationFailed(
+                "Malformed Authorization header: use 'Token <key>'."
+            )
+        user = user_for_token_key(key)
+        if user is None:
+            raise exceptions.AuthenticationFailed("Invalid, expired or revoked token.")
+        return (user, key)
+
+    def authenticate_header(self, request):
+        return self.keyword

@@ -1,0 +1,33 @@
+"""Template context every page needs: the navigation, built from what is installed."""
+
+from __future__ import annotations
+
+from django.urls import NoReverseMatch, reverse
+
+# (label, URL name, issue that brings the section): a section whose pages have not landed yet
+# is shown disabled rather than linking to a placeholder.
+NAVIGATION = [
+    ("Dashboard", "dashboard", None),
+    ("Inventory", "inventory:node-list", 3),
+    ("Jobs", "jobs:job-list", 4),
+    ("Fabric", "fabric:switch-list", 6),
+    ("Faults", "faults:board", 5),
+    ("Actions", "action-list", None),
+    ("Tenants", "tenant-list", None),
+    ("Audit", "audit-list", None),
+]
+
+
+def navigation(request):
+    items = []
+    current = request.path
+    for label, url_name, issue in NAVIGATION:
+        try:
+            url = reverse(url_name)
+        except NoReverseMatch:
+            url = None
+        active = bool(url) and (current == url or (url != "/" and current.startswith(url)))
+        items.append({"label": label, "url": url, "issue": issue, "active": active})
+    user = getattr(request, "user", None)
+    role = user.role if user is not None and user.is_authenticated else None
+    return {"navigation": items, "user_role": role}

@@ -1,0 +1,99 @@
+"""Parsing of settings from environment variables.
+
+Kept apart from settings.py so the parsing rules can be unit-tested without reloading Django.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Mapping
+from pathlib import Path
+
+import dj_database_url
+
+TRUE_WORDS = {"1", "true", "yes", "on"}
+FALSE_WORDS = {"0", "false", "no", "off", ""}
+
+
+class ConfigurationError(ValueError):
+    """A setting in the environment cannot be understood; the message names the variable."""
+
+
+def env_bool(environ: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = environ.get(name)
+    if raw is None:
+        return default
+    word = raw.strip().lower()
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
+    raise ConfigurationError(f"{name}={raw!r} is not a boolean (use one of 1/0, true/false)")
+
+
+def env_int(environ: Mapping[str, str], name: str, default: int) -> int:
+    raw = environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name}={raw!r} is not an integer") from None
+
+
+def env_float(environ: Mapping[str, str], name: str, default: float) -> float:
+    raw = environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name}={raw!r} is not a number") from None
+
+
+def env_list(environ: Mapping[str, str], name: str, default: list[str]) -> list[str]:
+    raw = environ.get(name)
+    if raw is None:
+        return list(default)
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def database_config(environ: Mapping[str, str], sqlite_path: str) -> dict:
+    """PostgreSQL (psycopg 3) from DATABASE_URL, or the embedded SQLite file when it is unset."""
+    url = environ.get("DATABASE_URL", "").strip()
+    if not url:
+        return {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": sqlite_path,
+            # The demo runs web, worker threads and simulators against one file.
+            "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE"},
+        }
+    if not url.startswith(("postgres://", "postgresql://", "sqlite://")):
+        raise ConfigurationError(
+            f"DATABASE_URL scheme not supported: {url.split(':', 1)[0]!r} "
+            "(use postgresql://user@host:port/name)"
+        )
+    config = dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True)
+    if config["ENGINE"] == "django.db.backends.postgresql":
+        config.setdefault("TEST", {})
+        # Tests get their own database next to the configured one.
+        config["TEST"]["NAME"] = environ.get("DATABASE_TEST_NAME") or f"test_{config['NAME']}"
+    return config
+
+
+def local_secret_key(path: Path) -> str:
+    """The key stored at `path`, created (readable by the owner only) on first use."""
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    key = secrets.token_urlsafe(50)
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # another process created it first: use theirs
+        return path.read_text().strip()
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(key)
+    return key

@@ -1,0 +1,65 @@
+"""Liveness and readiness: what a load balancer and an on-call engineer ask first."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.conf import settings
+from django.db import connection
+
+
+def check_database() -> str | None:
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+    except Exception as error:
+        return f"database unreachable: {error}".strip()
+    return None
+
+
+def check_redis() -> str | None:
+    if not settings.REDIS_URL:
+        return None  # the embedded mode has no Redis to reach
+    import redis
+
+    try:
+        client = redis.Redis.from_url(
+            settings.REDIS_URL, socket_connect_timeout=1, socket_timeout=1
+        )
+        client.ping()
+        client.close()
+    except Exception as error:
+        return f"redis unreachable: {error}"
+    return None
+
+
+def check_broker() -> str | None:
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        return None  # tasks run in process
+    from portal.celery import app
+
+    try:
+        with app.connection_for_write() as broker:
+            broker.ensure_connection(max_retries=1, interval_start=0, timeout=1)
+    except Exception as error:
+        return f"broker unreachable: {error}"
+    return None
+
+
+READINESS_CHECKS: dict[str, Callable[[], str | None]] = {
+    "database": check_database,
+    "redis": check_redis,
+    "broker": check_broker,
+}
+
+
+def readiness() -> dict[str, str]:
+    """Each dependency's state: 'ok', 'not configured' or the error that names what is down."""
+    report = {}
+    for name, check in READINESS_CHECKS.items():
+        problem = check()
+        report[name] = problem or "ok"
+    if not settings.REDIS_URL:
+        report["redis"] = report["broker"] = "not configured (embedded mode)"
+    return report

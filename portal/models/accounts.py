@@ -1,0 +1,74 @@
+from django.contrib.auth.models import AbstractUser
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models
+
+
+class Role(models.TextChoices):
+    """The five roles of DESIGN.md section 6; each is a Django group of the same name."""
+
+    ADMIN = "admin", "Administrator"
+    OPERATOR = "operator", "Operator"
+    ONCALL = "oncall", "On-call engineer"
+    TENANT_ADMIN = "tenant_admin", "Tenant administrator"
+    VIEWER = "viewer", "Viewer"
+
+
+# Roles that see the whole cluster; a tenant admin sees only their tenant's slice.
+CLUSTER_WIDE_ROLES = frozenset({Role.ADMIN, Role.OPERATOR, Role.ONCALL, Role.VIEWER})
+# Roles that may read any tenant's private data (allocations, jobs, usage); viewers may not.
+TENANT_DATA_ROLES = frozenset({Role.ADMIN, Role.OPERATOR, Role.ONCALL})
+
+EVPN_VNI_MAX = 2**24 - 1  # VXLAN network identifiers are 24 bits
+
+
+class Tenant(models.Model):
+    """An organisation that is allocated nodes and isolated in its own EVPN/VXLAN segment."""
+
+    name = models.CharField(max_length=100, unique=True)
+    slug = models.SlugField(max_length=50, unique=True)
+    slurm_account = models.CharField(
+        max_length=64,
+        unique=True,
+        validators=[
+            RegexValidator(
+                r"^[A-Za-z0-9_.-]+$", "Slurm account names use letters, digits, '_', '.', '-'."
+            )
+        ],
+        help_text="The Slurm account whose jobs belong to this tenant.",
+    )
+    evpn_vni = models.PositiveIntegerField(
+        "EVPN VNI",
+        unique=True,
+        validators=[MinValueValidator(1), MaxValueValidator(EVPN_VNI_MAX)],
+        help_text="VXLAN network identifier of the tenant's isolated segment (1-16777215).",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(evpn_vni__gte=1, evpn_vni__lte=EVPN_VNI_MAX),
+                name="tenant_evpn_vni_24_bit",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class User(AbstractUser):
+    """A portal user; belongs to at most one tenant (required for tenant admins)."""
+
+    tenant = models.ForeignKey(
+        Tenant, null=True, blank=True, on_delete=models.PROTECT, related_name="users"
+    )
+
+    @property
+    def role(self) -> Role | None:
+        """The user's role; superusers count as admins. Cached per instance."""
+        if not hasattr(self, "_role_cache"):
+            from portal.selectors import user_role
+
+            self._role_cache = user_role(user=self)
+        return self._role_cache

@@ -1,0 +1,6 @@
+"""Live events for the browser: publish on commit, subscribe through an authorised consumer."""
+
+from portal.realtime.access import can_subscribe, register_group_access
+from portal.realtime.events import publish
+
+__all__ = ["can_subscribe", "publish", "register_group_access"]

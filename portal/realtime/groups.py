@@ -1,0 +1,19 @@
+"""The websocket groups the portal app itself publishes to, and who may join them."""
+
+from portal.models.accounts import CLUSTER_WIDE_ROLES, Role
+from portal.realtime.access import register_group_access
+
+
+def cluster_wide_reader(user, group: str) -> bool:
+    return user.role in CLUSTER_WIDE_ROLES
+
+
+def any_role(user, group: str) -> bool:
+    # Tenant admins join too; tenant-private events are filtered per connection by tenant_ids.
+    return user.role in set(Role)
+
+
+def register_portal_groups() -> None:
+    register_group_access("actions", cluster_wide_reader)
+    register_group_access("action", cluster_wide_reader)
+    register_group_access("cluster", any_role)

@@ -1,0 +1,61 @@
+"""Reads for accounts, tenants, tokens, audit and Actions, restricted by who is asking."""
+
+from __future__ import annotations
+
+from django.db.models import Count, QuerySet
+
+from portal.models import Action, APIToken, AuditEntry, Role, Tenant, User
+from portal.models.accounts import CLUSTER_WIDE_ROLES
+
+ROLE_NAMES = {role.value for role in Role}
+
+
+def user_role(*, user) -> Role | None:
+    """The role of a user: superusers are admins; otherwise their single role group."""
+    if not user.is_authenticated or not user.is_active:
+        return None
+    if user.is_superuser:
+        return Role.ADMIN
+    names = [name for name in user.groups.values_list("name", flat=True) if name in ROLE_NAMES]
+    if len(names) != 1:
+        return None  # no role, or an ambiguous one: deny rather than guess
+    return Role(names[0])
+
+
+def tenant_list(*, user) -> QuerySet[Tenant]:
+    tenants = Tenant.objects.annotate(user_count=Count("users")).order_by("name")
+    if user.role in CLUSTER_WIDE_ROLES:
+        return tenants
+    if user.role == Role.TENANT_ADMIN and user.tenant_id:
+        return tenants.filter(pk=user.tenant_id)
+    return tenants.none()
+
+
+def action_list(*, user) -> QuerySet[Action]:
+    if user.role not in CLUSTER_WIDE_ROLES:
+        return Action.objects.none()
+    return Action.objects.select_related("requested_by")
+
+
+def action_counts_by_status() -> dict[str, int]:
+    rows = Action.objects.values_list("status").annotate(count=Count("id")).order_by()
+    return dict(rows)
+
+
+def audit_list(*, user) -> QuerySet[AuditEntry]:
+    if user.role not in (Role.ADMIN, Role.OPERATOR):
+        return AuditEntry.objects.none()
+    return AuditEntry.objects.all()
+
+
+def api_token_list(*, user) -> QuerySet[APIToken]:
+    tokens = APIToken.objects.select_related("user")
+    if user.role == Role.ADMIN:
+        return tokens
+    return tokens.filter(user=user)
+
+
+def user_list(*, user) -> QuerySet[User]:
+    if user.role != Role.ADMIN:
+        return User.objects.filter(pk=user.pk)
+    return User.objects.select_related("tenant").prefetch_related("groups")

@@ -1,0 +1,361 @@
+"""Actions: enqueue inside the caller's transaction, run once, retry, recover, cancel.
+
+The life of an Action (DESIGN.md section 3):
+  enqueue_action()   row + audit + event in the caller's transaction; the task is sent on commit
+  run_action()       claim the row under a lock, call the handler outside any transaction,
+                     record the outcome under the lock again
+  sweep_stuck_actions()
+                     re-send Actions whose message was lost or whose worker died
+A re-delivered message finds the row terminal (or leased by a live attempt) and does nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import uuid
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from portal.actions.registry import (
+    ActionHandler,
+    PermanentActionError,
+    TransientActionError,
+    get_action_handler,
+)
+from portal.errors import Conflict, InvalidInput
+from portal.models import Action, ActionAttempt, ActionStatus
+from portal.realtime import publish
+from portal.services.audit import record_change
+
+logger = logging.getLogger(__name__)
+
+# A message may arrive a little before `not_before` when clocks differ between hosts.
+EARLY_DELIVERY_TOLERANCE = timedelta(seconds=1)
+MAX_ERROR_LENGTH = 4000
+
+
+def enqueue_action(
+    *,
+    kind: str,
+    target: str,
+    reason: str,
+    requested_by=None,
+    parameters: dict | None = None,
+    idempotency_key: str | None = None,
+    via: str = "api",
+) -> tuple[Action, bool]:
+    """Write an Action in the caller's transaction and send it to a worker on commit.
+
+    Returns (action, created). With an idempotency key that was used before, the earlier Action
+    is returned and nothing new is queued, so a client may safely repeat a request.
+    """
+    handler = _handler_or_invalid(kind)
+    reason = (reason or "").strip()
+    if not reason:
+        raise InvalidInput(
+            {"reason": ["A reason is required: it is recorded and shown to others."]}
+        )
+    if not target or not target.strip():
+        raise InvalidInput({"target": ["Say what the Action acts on."]})
+    if idempotency_key is not None and not (1 <= len(idempotency_key) <= 128):
+        raise InvalidInput({"idempotency_key": ["Use 1 to 128 characters."]})
+
+    with transaction.atomic():
+        if idempotency_key:
+            existing = Action.objects.filter(idempotency_key=idempotency_key).first()
+            if existing is not None:
+                return _same_request_or_conflict(existing, kind, target), False
+        try:
+            with (
+                transaction.atomic()
+            ):  # a savepoint: a racing duplicate key must not doom the caller
+                action = Action.objects.create(
+                    kind=kind,
+                    target=target.strip(),
+                    parameters=parameters or {},
+                    reason=reason,
+                    requested_by=requested_by,
+                    idempotency_key=idempotency_key or None,
+                    max_attempts=handler.max_attempts,
+                    not_before=timezone.now(),
+                )
+        except IntegrityError:
+            existing = Action.objects.get(idempotency_key=idempotency_key)
+            return _same_request_or_conflict(existing, kind, target), False
+        record_change(
+            actor=requested_by,
+            operation="action",
+            instance=action,
+            after=action_summary(action),
+            note=f"requested: {reason}",
+            via=via,
+        )
+        publish_action(action)
+        transaction.on_commit(lambda: send_action_task(action.pk))
+    return action, True
+
+
+def run_action(*, action_id: int, worker: str = "") -> str:
+    """Carry out one Action if it is due and not already done. Returns what happened, in words."""
+    claim_token = uuid.uuid4().hex
+    claimed = _claim(action_id, claim_token, worker)
+    if isinstance(claimed, str):
+        return claimed
+    action, handler = claimed
+    try:
+        result = handler.function(action)
+    except TransientActionError as error:
+        return _finish(action_id, claim_token, error=error, transient=True)
+    except PermanentActionError as error:
+        return _finish(action_id, claim_token, error=error, transient=False)
+    except Exception as error:
+        logger.exception("Action %s (%s) failed", action_id, action.kind)
+        return _finish(action_id, claim_token, error=error, transient=False)
+    return _finish(action_id, claim_token, result=result)
+
+
+def cancel_action(*, action: Action, cancelled_by, reason: str = "", via: str = "api") -> Action:
+    """Cancel a queued Action. A running one cannot be taken back from the outside world."""
+    with transaction.atomic():
+        locked = Action.objects.select_for_update().get(pk=action.pk)
+        if locked.status != ActionStatus.QUEUED:
+            raise Conflict(
+                f"Action #{locked.pk} is {locked.status}; only a queued Action can be cancelled.",
+                status=locked.status,
+            )
+        locked.status = ActionStatus.CANCELLED
+        locked.finished_at = timezone.now()
+        locked.last_error = reason.strip() or "cancelled"
+        locked.save(update_fields=["status", "finished_at", "last_error", "updated_at"])
+        record_change(
+            actor=cancelled_by,
+            operation="action",
+            instance=locked,
+            before={"status": ActionStatus.QUEUED},
+            after={"status": ActionStatus.CANCELLED},
+            note=f"cancelled: {reason}".strip(),
+            via=via,
+        )
+        publish_action(locked)
+    return locked
+
+
+def sweep_stuck_actions() -> dict[str, int]:
+    """Re-send queued Actions whose message seems lost and running ones whose worker died.
+
+    Sending twice is harmless: the claim lets exactly one delivery run, so the sweeper may be
+    generous.
+    """
+    now = timezone.now()
+    requeue_before = now - timedelta(seconds=settings.ACTION_REQUEUE_AFTER_SECONDS)
+    with transaction.atomic():
+        lost = list(
+            Action.objects.select_for_update(skip_locked=True)
+            .filter(status=ActionStatus.QUEUED, not_before__lte=requeue_before)
+            .values_list("pk", flat=True)
+        )
+        # Push the deadline forward so a long broker backlog is not flooded with copies.
+        Action.objects.filter(pk__in=lost).update(not_before=now)
+    abandoned = list(
+        Action.objects.filter(status=ActionStatus.RUNNING, lease_expires_at__lt=now).values_list(
+            "pk", flat=True
+        )
+    )
+    for action_id in [*lost, *abandoned]:
+        send_action_task(action_id)
+    if lost or abandoned:
+        logger.warning("re-sent %d queued and %d abandoned Actions", len(lost), len(abandoned))
+    return {"requeued": len(lost), "abandoned": len(abandoned)}
+
+
+def send_action_task(action_id: int, countdown: float = 0) -> None:
+    from portal.tasks import run_action as run_action_task
+
+    if settings.CELERY_TASK_ALWAYS_EAGER and countdown > 0:
+        return  # in-process mode has no timer: the sweeper runs the retry when it is due
+    try:
+        run_action_task.apply_async((action_id,), countdown=countdown or None)
+    except Exception:
+        # The row is committed; the sweeper will send it once the broker is back.
+        logger.exception("could not send Action %s to the broker", action_id)
+
+
+def retry_delay_seconds(attempt: int) -> float:
+    """Exponential backoff with jitter, so retries of a fleet-wide outage do not stampede."""
+    base = settings.ACTION_RETRY_BASE_SECONDS * (2 ** max(attempt - 1, 0))
+    capped = min(base, settings.ACTION_RETRY_MAX_SECONDS)
+    return capped * random.uniform(0.8, 1.2)  # noqa: S311 - jitter, not security
+
+
+def action_summary(action: Action) -> dict:
+    """The brief, JSON-safe form used for events and audit records."""
+    return {
+        "id": action.pk,
+        "kind": action.kind,
+        "target": action.target,
+        "reason": action.reason,
+        "status": action.status,
+        "attempts": action.attempts,
+        "last_error": action.last_error,
+        "result": action.result,
+        "requested_by": action.requested_by.get_username() if action.requested_by else None,
+        "created_at": action.created_at,
+        "finished_at": action.finished_at,
+    }
+
+
+def publish_action(action: Action) -> None:
+    summary = action_summary(action)
+    publish("actions", "action.updated", summary)
+    publish(f"action.{action.pk}", "action.updated", summary)
+
+
+# --- internals ---------------------------------------------------------------------------------
+
+
+def _handler_or_invalid(kind: str) -> ActionHandler:
+    handler = get_action_handler(kind)
+    if handler is None:
+        raise InvalidInput({"kind": [f"No handler is registered for Action kind {kind!r}."]})
+    return handler
+
+
+def _same_request_or_conflict(existing: Action, kind: str, target: str) -> Action:
+    if existing.kind != kind or existing.target != target.strip():
+        raise Conflict(
+            f"Idempotency key already used for Action #{existing.pk} "
+            f"({existing.kind} on {existing.target}).",
+            action_id=existing.pk,
+        )
+    return existing
+
+
+def _claim(action_id: int, claim_token: str, worker: str) -> tuple[Action, ActionHandler] | str:
+    now = timezone.now()
+    with transaction.atomic():
+        action = Action.objects.select_for_update().filter(pk=action_id).first()
+        if action is None:
+            return "missing"
+        if action.is_terminal:
+            return f"skipped: already {action.status}"
+        if (
+            action.status == ActionStatus.QUEUED
+            and action.not_before
+            and action.not_before - EARLY_DELIVERY_TOLERANCE > now
+        ):
+            return "skipped: not due yet"
+        if action.status == ActionStatus.RUNNING:
+            if action.lease_expires_at and action.lease_expires_at > now:
+                return "skipped: running elsewhere"
+            ActionAttempt.objects.filter(
+                action=action, claim_token=action.claim_token, outcome=ActionAttempt.Outcome.RUNNING
+            ).update(
+                outcome=ActionAttempt.Outcome.ABANDONED,
+                finished_at=now,
+                error="worker lost: lease expired",
+            )
+            if action.attempts >= action.max_attempts:
+                _mark_failed(action, "worker lost on the last allowed attempt", now)
+                return "failed: worker lost"
+        handler = get_action_handler(action.kind)
+        if handler is None:
+            _mark_failed(action, f"no handler registered for {action.kind!r} in this worker", now)
+            return "failed: no handler"
+        action.status = ActionStatus.RUNNING
+        action.attempts += 1
+        action.claim_token = claim_token
+        action.started_at = action.started_at or now
+        action.lease_expires_at = now + timedelta(seconds=handler.lease_for(action))
+        action.save(
+            update_fields=[
+                "status",
+                "attempts",
+                "claim_token",
+                "started_at",
+                "lease_expires_at",
+                "updated_at",
+            ]
+        )
+        ActionAttempt.objects.create(
+            action=action, number=action.attempts, worker=worker[:200], claim_token=claim_token
+        )
+        publish_action(action)
+    return action, handler
+
+
+def _finish(
+    action_id: int,
+    claim_token: str,
+    *,
+    result=None,
+    error: Exception | None = None,
+    transient: bool = False,
+) -> str:
+    now = timezone.now()
+    error_text = f"{type(error).__name__}: {error}"[:MAX_ERROR_LENGTH] if error else ""
+    with transaction.atomic():
+        action = Action.objects.select_for_update().get(pk=action_id)
+        attempt = ActionAttempt.objects.get(action=action, claim_token=claim_token)
+        attempt.finished_at = now
+        attempt.error = error_text
+        if action.claim_token != claim_token or action.status != ActionStatus.RUNNING:
+            # Our lease expired and another delivery took over; its outcome is the one that counts.
+            attempt.outcome = ActionAttempt.Outcome.ABANDONED
+            attempt.save(update_fields=["finished_at", "error", "outcome"])
+            return "superseded"
+        action.lease_expires_at = None
+        if error is None:
+            action.status = ActionStatus.SUCCEEDED
+            action.result = result
+            action.last_error = ""
+            action.finished_at = now
+            attempt.outcome = ActionAttempt.Outcome.SUCCEEDED
+            outcome = "succeeded"
+        elif transient and action.attempts < action.max_attempts:
+            delay = retry_delay_seconds(action.attempts)
+            action.status = ActionStatus.QUEUED
+            action.not_before = now + timedelta(seconds=delay)
+            action.last_error = error_text
+            attempt.outcome = ActionAttempt.Outcome.RETRY
+            transaction.on_commit(lambda: send_action_task(action_id, countdown=delay))
+            outcome = f"retry in {delay:.1f}s"
+        else:
+            action.status = ActionStatus.FAILED
+            action.last_error = error_text
+            action.finished_at = now
+            attempt.outcome = ActionAttempt.Outcome.FAILED
+            outcome = "failed"
+        action.save()
+        attempt.save(update_fields=["finished_at", "error", "outcome"])
+        if action.is_terminal:
+            record_change(
+                actor=None,
+                operation="action",
+                instance=action,
+                after=action_summary(action),
+                note=outcome,
+                via="worker",
+            )
+        publish_action(action)
+    return outcome
+
+
+def _mark_failed(action: Action, message: str, now) -> None:
+    action.status = ActionStatus.FAILED
+    action.last_error = message
+    action.finished_at = now
+    action.lease_expires_at = None
+    action.save()
+    record_change(
+        actor=None,
+        operation="action",
+        instance=action,
+        after=action_summary(action),
+        note=f"failed: {message}",
+        via="worker",
+    )
+    publish_action(action)

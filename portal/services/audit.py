@@ -1,0 +1,59 @@
+"""The audit log: one row per change, written in the same transaction as the change."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import models
+from django.forms.models import model_to_dict
+
+from portal.models import AuditEntry
+
+# Never copied into the audit log, whatever the model.
+REDACTED_FIELDS = frozenset({"password", "key_digest", "secret", "credentials"})
+
+
+def snapshot(instance: models.Model) -> dict[str, Any]:
+    """A JSON-safe picture of a model instance's concrete fields, secrets left out."""
+    fields = [
+        field.name for field in instance._meta.concrete_fields if field.name not in REDACTED_FIELDS
+    ]
+    data = model_to_dict(instance, fields=fields)
+    for field in instance._meta.concrete_fields:
+        if field.name in data and field.is_relation:
+            data[field.name] = getattr(instance, field.attname)
+    return json_safe(data)
+
+
+def json_safe(value: Any) -> Any:
+    """Datetimes, decimals and UUIDs as the strings the API would show."""
+    return json.loads(json.dumps(value, cls=DjangoJSONEncoder))
+
+
+def record_change(
+    *,
+    actor,
+    operation: str,
+    instance: models.Model,
+    before: dict | None = None,
+    after: dict | None = None,
+    note: str = "",
+    via: str = "",
+) -> AuditEntry:
+    """Record a create, update, delete or Action event on `instance` by `actor` (None: system)."""
+    meta = instance._meta
+    is_user = actor is not None and getattr(actor, "is_authenticated", False)
+    return AuditEntry.objects.create(
+        actor=actor if is_user else None,
+        actor_name=actor.get_username() if is_user else "system",
+        operation=operation,
+        object_type=f"{meta.app_label}.{meta.model_name}",
+        object_id=str(instance.pk),
+        object_repr=str(instance)[:200],
+        before=json_safe(before) if before is not None else None,
+        after=json_safe(after) if after is not None else None,
+        note=note,
+        via=via,
+    )

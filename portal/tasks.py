@@ -1,0 +1,20 @@
+"""Celery tasks of the portal app: thin wrappers that fetch by id and call a service."""
+
+from celery import shared_task
+
+
+@shared_task(name="portal.tasks.run_action", acks_late=True, reject_on_worker_lost=True)
+def run_action(action_id: int) -> str:
+    from celery import current_task
+
+    from portal.services.actions import run_action as run_action_service
+
+    worker = getattr(current_task.request, "hostname", None) or "in-process"
+    return run_action_service(action_id=action_id, worker=worker)
+
+
+@shared_task(name="portal.tasks.sweep_stuck_actions", acks_late=True)
+def sweep_stuck_actions() -> dict:
+    from portal.services.actions import sweep_stuck_actions as sweep
+
+    return sweep()

@@ -1,0 +1,27 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from portal import views
+
+urlpatterns = [
+    path("", views.DashboardView.as_view(), name="dashboard"),
+    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("actions/", views.ActionListView.as_view(), name="action-list"),
+    path("actions/<int:pk>/", views.ActionDetailView.as_view(), name="action-detail"),
+    path("actions/<int:pk>/cancel/", views.ActionCancelView.as_view(), name="action-cancel"),
+    path("audit/", views.AuditListView.as_view(), name="audit-list"),
+    path("tenants/", views.TenantListView.as_view(), name="tenant-list"),
+    path("healthz", views.healthz, name="healthz"),
+    path("readyz", views.readyz, name="readyz"),
+    path("metrics", views.metrics, name="metrics"),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/", include("portal.api.urls")),
+    path("admin/", admin.site.urls),
+]
+
+handler404 = "portal.views.page_not_found"
+handler500 = "portal.views.server_error"

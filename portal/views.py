@@ -1,0 +1,172 @@
+"""Pages of the portal app, and the operations endpoints."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.mixins import LoginRequiredMixin
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponse, JsonResponse
+from django.shortcuts import redirect
+from django.views import View
+from django.views.generic import DetailView, ListView, TemplateView
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from portal import selectors
+from portal.errors import Conflict
+from portal.health import readiness
+from portal.metrics import register_portal_collector
+from portal.models import ActionStatus
+from portal.models.accounts import CLUSTER_WIDE_ROLES, Role
+from portal.services.actions import cancel_action
+
+ACTION_ACTORS = frozenset({Role.ADMIN, Role.OPERATOR, Role.ONCALL})
+
+
+class RoleRequiredMixin(LoginRequiredMixin):
+    """Pages declare `allowed_roles`; a user with another role gets 403."""
+
+    allowed_roles = CLUSTER_WIDE_ROLES
+
+    def dispatch(self, request, *args, **kwargs):
+        if request.user.is_authenticated and request.user.role not in self.allowed_roles:
+            raise PermissionDenied("Your role does not allow this page.")
+        return super().dispatch(request, *args, **kwargs)
+
+
+class DashboardView(RoleRequiredMixin, TemplateView):
+    template_name = "portal/dashboard.html"
+    allowed_roles = frozenset(Role)
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        user = self.request.user
+        counts = selectors.action_counts_by_status() if user.role in CLUSTER_WIDE_ROLES else {}
+        context.update(
+            action_counts=[(status, counts.get(status, 0)) for status in ActionStatus.values],
+            recent_actions=selectors.action_list(user=user)[:10],
+            tenants=selectors.tenant_list(user=user),
+            readiness=readiness(),
+        )
+        return context
+
+
+class ActionListView(RoleRequiredMixin, ListView):
+    template_name = "portal/action_list.html"
+    context_object_name = "actions"
+    paginate_by = 50
+
+    def get_queryset(self):
+        actions = selectors.action_list(user=self.request.user)
+        status = self.request.GET.get("status")
+        if status in ActionStatus.values:
+            actions = actions.filter(status=status)
+        return actions
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        context["statuses"] = ActionStatus.values
+        context["current_status"] = self.request.GET.get("status", "")
+        return context
+
+
+class ActionDetailView(RoleRequiredMixin, DetailView):
+    template_name = "portal/action_detail.html"
+    context_object_name = "action"
+
+    def get_queryset(self):
+        return selectors.action_list(user=self.request.user).prefetch_related("attempt_log")
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        context["can_cancel"] = (
+            self.request.user.role in ACTION_ACTORS and self.object.status == ActionStatus.QUEUED
+        )
+        return context
+
+
+class ActionCancelView(RoleRequiredMixin, View):
+    allowed_roles = ACTION_ACTORS
+
+    def post(self, request, pk):
+        action = selectors.action_list(user=request.user).filter(pk=pk).first()
+        if action is None:
+            raise Http404("No such Action")
+        try:
+            cancel_action(
+                action=action,
+                cancelled_by=request.user,
+                reason=request.POST.get("reason", ""),
+                via="ui",
+            )
+            messages.success(request, f"Action #{pk} cancelled.")
+        except Conflict as error:
+            messages.error(request, error.detail)
+        return redirect("action-detail", pk=pk)
+
+
+class AuditListView(RoleRequiredMixin, ListView):
+    template_name = "portal/audit_list.html"
+    context_object_name = "entries"
+    paginate_by = 100
+    allowed_roles = frozenset({Role.ADMIN, Role.OPERATOR})
+
+    def get_queryset(self):
+        entries = selectors.audit_list(user=self.request.user)
+        object_type = self.request.GET.get("object_type")
+        if object_type:
+            entries = entries.filter(object_type=object_type)
+        return entries
+
+
+class TenantListView(RoleRequiredMixin, ListView):
+    template_name = "portal/tenant_list.html"
+    context_object_name = "tenants"
+    allowed_roles = frozenset(Role)
+
+    def get_queryset(self):
+        return selectors.tenant_list(user=self.request.user)
+
+
+# --- operations endpoints ----------------------------------------------------------------------
+
+
+def healthz(request):
+    """The process is up and serving; says nothing about its dependencies."""
+    return JsonResponse({"status": "ok"})
+
+
+def readyz(request):
+    """Every dependency reachable, or 503 naming the ones that are not."""
+    report = readiness()
+    down = {name: state for name, state in report.items() if "unreachable" in state}
+    body = {"status": "unavailable" if down else "ready", "checks": report}
+    if down:
+        body["down"] = sorted(down)
+    return JsonResponse(body, status=503 if down else 200)
+
+
+def metrics(request):
+    register_portal_collector()
+    return HttpResponse(generate_latest(), content_type=CONTENT_TYPE_LATEST)
+
+
+# --- errors: JSON under /api/, pages elsewhere -------------------------------------------------
+
+
+def page_not_found(request, exception=None):
+    if request.path.startswith("/api/"):
+        return JsonResponse(
+            {"detail": f"No API endpoint at {request.path}. See /api/docs/ for the list."},
+            status=404,
+        )
+    from django.views.defaults import page_not_found as django_page_not_found
+
+    return django_page_not_found(request, exception, template_name="404.html")
+
+
+def server_error(request):
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Internal error; it has been logged."}, status=500)
+    from django.views.defaults import server_error as django_server_error
+
+    return django_server_error(request, template_name="500.html")

@@ -1,0 +1,26 @@
+"""Action handlers that exist only for tests.
+
+A test worker imports them through ACTION_HANDLER_MODULES.
+"""
+
+from portal.actions import PermanentActionError, TransientActionError, register_action_handler
+
+
+@register_action_handler(
+    "test.flaky", description="Fails transiently until the given attempt", max_attempts=4
+)
+def flaky(action):
+    succeed_on = int(action.parameters.get("succeed_on_attempt", 2))
+    if action.attempts < succeed_on:
+        raise TransientActionError(f"controller unreachable (attempt {action.attempts})")
+    return {"succeeded_on_attempt": action.attempts}
+
+
+@register_action_handler("test.refused", description="The outside world says no")
+def refused(action):
+    raise PermanentActionError("Invalid node state specified")
+
+
+@register_action_handler("test.crash", description="A bug in a handler")
+def crash(action):
+    raise ZeroDivisionError("division by zero")

@@ -1,0 +1,137 @@
+"""Roles as groups, users in at most one tenant, hashed API tokens, the create-user command."""
+
+import io
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth.models import Group
+from django.core.management import CommandError, call_command
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from portal.authentication import digest_token_key
+from portal.errors import InvalidInput
+from portal.models import APIToken, Role, User
+from portal.selectors import user_role
+from portal.services.accounts import api_token_create, user_create
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_data_migration_created_the_five_role_groups(database_after_migrations):
+    assert database_after_migrations["groups"] >= {
+        "admin",
+        "operator",
+        "oncall",
+        "tenant_admin",
+        "viewer",
+    }
+
+
+def test_a_user_has_exactly_one_role(make_user):
+    viewer = make_user(Role.VIEWER)
+    assert viewer.role == Role.VIEWER
+    viewer.groups.add(Group.objects.get(name="operator"))
+    assert user_role(user=User.objects.get(pk=viewer.pk)) is None  # ambiguous: no access
+    assert user_role(user=User.objects.create_superuser("root-user", password="x")) == Role.ADMIN
+
+
+def test_tenant_admins_must_belong_to_a_tenant(tenant_a):
+    with pytest.raises(InvalidInput) as error:
+        user_create(username="ta", role=Role.TENANT_ADMIN)
+    assert "tenant" in error.value.detail
+    user = user_create(username="ta", role=Role.TENANT_ADMIN, tenant=tenant_a)
+    assert user.tenant == tenant_a
+
+
+def test_unknown_role_is_refused():
+    with pytest.raises(InvalidInput) as error:
+        user_create(username="x", role="superhero")
+    assert "role" in error.value.detail
+
+
+def test_tokens_are_stored_only_as_digests(make_user):
+    user = make_user(Role.OPERATOR)
+    token, key = api_token_create(user=user, name="ansible")
+    stored = APIToken.objects.get(pk=token.pk)
+    assert stored.key_digest == digest_token_key(key)
+    assert key not in {stored.key_digest, stored.prefix, stored.name}
+    assert key.startswith(stored.prefix) and len(stored.prefix) < len(key) // 3
+
+
+def test_token_authenticates_and_stops_working_when_revoked_or_expired(make_user):
+    user = make_user(Role.VIEWER)
+    token, key = api_token_create(user=user, name="grafana")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+    me = client.get("/api/me/")
+    assert me.status_code == 200
+    assert me.json() == {
+        "id": user.pk,
+        "username": user.username,
+        "email": "",
+        "role": "viewer",
+        "tenant": None,
+    }
+    assert APIToken.objects.get(pk=token.pk).last_used_at is not None
+
+    APIToken.objects.filter(pk=token.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    assert client.get("/api/me/").status_code == 401
+    APIToken.objects.filter(pk=token.pk).update(expires_at=None)
+    token.delete()
+    response = client.get("/api/me/")
+    assert response.status_code == 401
+    assert "revoked" in response.json()["detail"]
+
+
+def test_wrong_and_malformed_tokens_get_401():
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION="Token gop_not-a-real-key")
+    assert client.get("/api/me/").status_code == 401
+    client.credentials(HTTP_AUTHORIZATION="Token two words")
+    assert "Malformed" in client.get("/api/me/").json()["detail"]
+    assert APIClient().get("/api/me/").status_code == 401
+
+
+def test_token_api_shows_the_key_once_and_lists_only_prefixes(api_as):
+    client = api_as(Role.ONCALL)
+    created = client.post("/api/tokens/", {"name": "pager bot"}, format="json")
+    assert created.status_code == 201
+    key = created.json()["key"]
+    listing = client.get("/api/tokens/").json()["results"]
+    assert all("key" not in row for row in listing)
+    assert key not in str(listing)
+    token_id = created.json()["token"]["id"]
+    assert client.delete(f"/api/tokens/{token_id}/").status_code == 204
+    revoked = APIClient()
+    revoked.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+    assert revoked.get("/api/me/").status_code == 401
+
+
+def test_users_see_only_their_own_tokens_admins_see_all(api_as):
+    operator = api_as(Role.OPERATOR)
+    viewer = api_as(Role.VIEWER)
+    admin = api_as(Role.ADMIN)
+    operator_token = operator.get("/api/tokens/").json()["results"][0]["id"]
+    assert viewer.get(f"/api/tokens/{operator_token}/").status_code == 404
+    assert viewer.delete(f"/api/tokens/{operator_token}/").status_code == 404
+    assert admin.get(f"/api/tokens/{operator_token}/").status_code == 200
+
+
+def test_create_portal_user_command_prints_a_working_token(tenant_a):
+    out = io.StringIO()
+    call_command(
+        "create_portal_user", "alice", "--role", "tenant_admin", "--tenant", "tenant-a", stdout=out
+    )
+    key = out.getvalue().split("token: ")[1].strip()
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+    me = client.get("/api/me/").json()
+    assert (me["username"], me["role"], me["tenant"]) == ("alice", "tenant_admin", "tenant-a")
+
+
+def test_create_portal_user_command_names_bad_options():
+    with pytest.raises(CommandError, match="--tenant"):
+        call_command("create_portal_user", "bob", "--role", "tenant_admin", "--tenant", "nope")
+    with pytest.raises(CommandError, match="--tenant"):
+        call_command("create_portal_user", "bob", "--role", "tenant_admin")

@@ -1,0 +1,275 @@
+"""The Action lifecycle, exercised through the services (the worker tests run it for real)."""
+
+from datetime import timedelta
+
+import pytest
+from django.db import transaction
+from django.utils import timezone
+
+from portal.actions.canary import CANARY_KIND
+from portal.errors import Conflict, InvalidInput
+from portal.models import Action, ActionAttempt, ActionStatus, AuditEntry
+from portal.services import actions as action_services
+from portal.services.actions import (
+    cancel_action,
+    enqueue_action,
+    retry_delay_seconds,
+    run_action,
+    sweep_stuck_actions,
+)
+
+
+@pytest.fixture
+def sent(monkeypatch):
+    """Record which Action ids would be sent to the broker, instead of sending them."""
+    sent_ids = []
+    monkeypatch.setattr(
+        action_services,
+        "send_action_task",
+        lambda action_id, countdown=0: sent_ids.append(action_id),
+    )
+    return sent_ids
+
+
+@pytest.fixture
+def operator(make_user):
+    return make_user("operator")
+
+
+def enqueue(kind=CANARY_KIND, operator=None, **kwargs):
+    kwargs.setdefault("target", "worker pipeline")
+    kwargs.setdefault("reason", "testing")
+    return enqueue_action(kind=kind, requested_by=operator, **kwargs)
+
+
+def test_enqueue_writes_the_row_audit_and_sends_only_on_commit(
+    operator, sent, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True) as callbacks, transaction.atomic():
+        action, created = enqueue(operator=operator, parameters={"hold_seconds": 0})
+        assert sent == []  # nothing leaves before the caller's transaction commits
+    assert created
+    assert sent == [action.pk]
+    assert len(callbacks) >= 1
+    assert action.status == ActionStatus.QUEUED
+    entry = AuditEntry.objects.get(object_type="portal.action", object_id=str(action.pk))
+    assert entry.actor == operator
+    assert entry.operation == "action"
+    assert entry.after["kind"] == CANARY_KIND
+
+
+def test_rolled_back_request_leaves_no_action_and_sends_nothing(
+    operator, sent, django_capture_on_commit_callbacks
+):
+    with (
+        django_capture_on_commit_callbacks(execute=True),
+        pytest.raises(RuntimeError),
+        transaction.atomic(),
+    ):
+        enqueue(operator=operator)
+        raise RuntimeError("the request failed after asking for the Action")
+    assert Action.objects.count() == 0
+    assert sent == []
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field"),
+    [
+        ({"kind": "no.such.kind"}, "kind"),
+        ({"reason": "   "}, "reason"),
+        ({"target": ""}, "target"),
+        ({"idempotency_key": "x" * 129}, "idempotency_key"),
+    ],
+)
+def test_bad_requests_name_the_field_and_write_nothing(operator, sent, overrides, field):
+    kind = overrides.pop("kind", CANARY_KIND)
+    with pytest.raises(InvalidInput) as error:
+        enqueue(kind=kind, operator=operator, **overrides)
+    assert field in error.value.detail
+    assert Action.objects.count() == 0
+
+
+def test_idempotency_key_returns_the_first_action(operator, sent):
+    first, created_first = enqueue(operator=operator, idempotency_key="drain-gpu001-ticket-7")
+    again, created_again = enqueue(operator=operator, idempotency_key="drain-gpu001-ticket-7")
+    assert created_first and not created_again
+    assert again.pk == first.pk
+    assert Action.objects.count() == 1
+    with pytest.raises(Conflict):
+        enqueue(operator=operator, target="another target", idempotency_key="drain-gpu001-ticket-7")
+
+
+def test_successful_run_records_result_attempt_and_audit(operator, sent):
+    action, _ = enqueue(operator=operator)
+    assert run_action(action_id=action.pk, worker="w1") == "succeeded"
+    action.refresh_from_db()
+    assert action.status == ActionStatus.SUCCEEDED
+    assert action.result["held_seconds"] == 0
+    assert action.attempts == 1
+    assert action.finished_at is not None
+    assert list(action.attempt_log.values_list("outcome", flat=True)) == ["succeeded"]
+    assert AuditEntry.objects.filter(
+        object_id=str(action.pk), note="succeeded", via="worker"
+    ).exists()
+
+
+def test_redelivery_of_a_finished_action_does_not_run_it_again(operator, sent):
+    action, _ = enqueue(operator=operator)
+    run_action(action_id=action.pk)
+    assert run_action(action_id=action.pk) == "skipped: already succeeded"
+    assert ActionAttempt.objects.filter(action=action).count() == 1
+
+
+def test_a_live_lease_keeps_a_second_delivery_out(operator, sent):
+    action, _ = enqueue(operator=operator)
+    Action.objects.filter(pk=action.pk).update(
+        status=ActionStatus.RUNNING,
+        claim_token="someone-else",
+        attempts=1,
+        lease_expires_at=timezone.now() + timedelta(minutes=5),
+    )
+    assert run_action(action_id=action.pk) == "skipped: running elsewhere"
+
+
+def test_an_expired_lease_is_taken_over_and_the_lost_attempt_marked_abandoned(operator, sent):
+    action, _ = enqueue(operator=operator)
+    ActionAttempt.objects.create(action=action, number=1, worker="dead", claim_token="dead-token")
+    Action.objects.filter(pk=action.pk).update(
+        status=ActionStatus.RUNNING,
+        claim_token="dead-token",
+        attempts=1,
+        lease_expires_at=timezone.now() - timedelta(seconds=1),
+    )
+    assert run_action(action_id=action.pk, worker="w2") == "succeeded"
+    outcomes = list(action.attempt_log.order_by("number").values_list("outcome", flat=True))
+    assert outcomes == ["abandoned", "succeeded"]
+
+
+def test_transient_errors_retry_with_backoff_until_success(operator, sent, settings):
+    settings.ACTION_RETRY_BASE_SECONDS = 0
+    action, _ = enqueue(
+        "test.flaky", operator=operator, target="gpu001", parameters={"succeed_on_attempt": 3}
+    )
+    assert run_action(action_id=action.pk).startswith("retry in")
+    action.refresh_from_db()
+    assert action.status == ActionStatus.QUEUED
+    assert "controller unreachable" in action.last_error
+    assert run_action(action_id=action.pk).startswith("retry in")
+    assert run_action(action_id=action.pk) == "succeeded"
+    action.refresh_from_db()
+    assert action.result == {"succeeded_on_attempt": 3}
+    assert list(action.attempt_log.values_list("outcome", flat=True)) == [
+        "retry",
+        "retry",
+        "succeeded",
+    ]
+
+
+def test_a_retry_is_not_run_before_it_is_due(operator, sent, settings):
+    settings.ACTION_RETRY_BASE_SECONDS = 60
+    action, _ = enqueue("test.flaky", operator=operator, target="gpu001")
+    run_action(action_id=action.pk)
+    assert run_action(action_id=action.pk) == "skipped: not due yet"
+
+
+def test_transient_errors_fail_after_max_attempts(operator, sent, settings):
+    settings.ACTION_RETRY_BASE_SECONDS = 0
+    action, _ = enqueue(
+        "test.flaky", operator=operator, target="gpu001", parameters={"succeed_on_attempt": 99}
+    )
+    outcomes = [run_action(action_id=action.pk) for _ in range(4)]
+    assert outcomes[-1] == "failed"
+    action.refresh_from_db()
+    assert action.status == ActionStatus.FAILED
+    assert action.attempts == action.max_attempts == 4
+
+
+@pytest.mark.parametrize(
+    ("kind", "message"),
+    [
+        ("test.refused", "PermanentActionError: Invalid node state specified"),
+        ("test.crash", "ZeroDivisionError: division by zero"),
+    ],
+)
+def test_permanent_errors_and_bugs_fail_at_once_with_the_error(operator, sent, kind, message):
+    action, _ = enqueue(kind, operator=operator, target="gpu001")
+    assert run_action(action_id=action.pk) == "failed"
+    action.refresh_from_db()
+    assert action.status == ActionStatus.FAILED
+    assert action.last_error == message
+    assert action.attempts == 1
+
+
+def test_cancel_only_while_queued(operator, sent):
+    action, _ = enqueue(operator=operator)
+    cancelled = cancel_action(action=action, cancelled_by=operator, reason="wrong node")
+    assert cancelled.status == ActionStatus.CANCELLED
+    assert run_action(action_id=action.pk) == "skipped: already cancelled"
+    done, _ = enqueue(operator=operator)
+    run_action(action_id=done.pk)
+    with pytest.raises(Conflict):
+        cancel_action(action=done, cancelled_by=operator)
+
+
+def test_sweeper_resends_lost_and_abandoned_actions_only(operator, sent, settings):
+    settings.ACTION_REQUEUE_AFTER_SECONDS = 60
+    long_ago = timezone.now() - timedelta(minutes=10)
+    lost, _ = enqueue(operator=operator, target="lost message")
+    fresh, _ = enqueue(operator=operator, target="just queued")
+    abandoned, _ = enqueue(operator=operator, target="dead worker")
+    alive, _ = enqueue(operator=operator, target="live worker")
+    Action.objects.filter(pk=lost.pk).update(not_before=long_ago)
+    Action.objects.filter(pk=abandoned.pk).update(
+        status=ActionStatus.RUNNING, lease_expires_at=timezone.now() - timedelta(seconds=5)
+    )
+    Action.objects.filter(pk=alive.pk).update(
+        status=ActionStatus.RUNNING, lease_expires_at=timezone.now() + timedelta(minutes=5)
+    )
+    sent.clear()
+    assert sweep_stuck_actions() == {"requeued": 1, "abandoned": 1}
+    assert sorted(sent) == sorted([lost.pk, abandoned.pk])
+    assert fresh.pk not in sent and alive.pk not in sent
+    sent.clear()
+    # The lost one's deadline moved forward: the next sweep does not flood the broker.
+    assert sweep_stuck_actions()["requeued"] == 0
+
+
+def test_backoff_grows_and_is_capped(settings):
+    settings.ACTION_RETRY_BASE_SECONDS = 2
+    settings.ACTION_RETRY_MAX_SECONDS = 30
+    assert 1.6 <= retry_delay_seconds(1) <= 2.4
+    assert 6.4 <= retry_delay_seconds(3) <= 9.6
+    assert retry_delay_seconds(10) <= 36
+
+
+def test_embedded_mode_runs_the_action_in_process_on_commit(
+    operator, django_capture_on_commit_callbacks, settings
+):
+    """Without Redis (the demo), the task runs in the requesting process once it commits."""
+    from portal.celery import app
+
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    app.conf.task_always_eager = True
+    try:
+        with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
+            action, _ = enqueue(operator=operator)
+            assert Action.objects.get(pk=action.pk).status == ActionStatus.QUEUED
+    finally:
+        app.conf.task_always_eager = False
+    action.refresh_from_db()
+    assert action.status == ActionStatus.SUCCEEDED
+    assert action.attempt_log.get().worker  # the in-process "worker" is named too
+
+
+def test_embedded_mode_leaves_retries_to_the_sweeper(operator, settings, monkeypatch):
+    """In-process mode has no timer for countdowns: a due retry is run by the periodic sweep."""
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    settings.ACTION_REQUEUE_AFTER_SECONDS = 0
+    applied = []
+    from portal import tasks
+
+    monkeypatch.setattr(tasks.run_action, "apply_async", lambda args, **kw: applied.append(args))
+    action_services.send_action_task(41, countdown=5)
+    assert applied == []
+    action_services.send_action_task(41)
+    assert applied == [(41,)]

@@ -1,0 +1,129 @@
+"""Actions through a real broker and a real Celery worker process: nothing lost, nothing twice."""
+
+import time
+
+import pytest
+from django.db import transaction
+
+from portal.models import Action, ActionStatus, Role
+from portal.services import actions as action_services
+from portal.services.actions import enqueue_action, sweep_stuck_actions
+
+pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+
+
+def wait_for(predicate, timeout: float, message: str, poll: float = 0.1):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(poll)
+    raise AssertionError(f"timed out after {timeout}s waiting for {message}")
+
+
+def status_of(action_id: int) -> str:
+    return Action.objects.get(pk=action_id).status
+
+
+def test_canary_over_the_api_runs_on_the_worker(celery_worker_process, api_as):
+    celery_worker_process.start()
+    client = api_as(Role.OPERATOR)
+    response = client.post("/api/actions/canary/", {"reason": "post-deploy check"}, format="json")
+    assert response.status_code == 202
+    assert response["Location"].endswith(f"/api/actions/{response.data['id']}/")
+    action_id = response.data["id"]
+    wait_for(lambda: status_of(action_id) == ActionStatus.SUCCEEDED, 20, "the canary to succeed")
+    detail = client.get(response["Location"]).json()
+    assert detail["status"] == "succeeded"
+    assert detail["attempts"] == 1
+    assert detail["attempt_log"][0]["worker"].startswith("worker1@")
+    assert detail["result"]["held_seconds"] == 0
+
+
+def test_a_redelivered_task_does_not_run_a_succeeded_action_again(celery_worker_process, make_user):
+    from portal.tasks import run_action
+
+    celery_worker_process.start()
+    with transaction.atomic():
+        action, _ = enqueue_action(
+            kind="portal.canary",
+            target="worker pipeline",
+            reason="redelivery",
+            requested_by=make_user(Role.OPERATOR),
+        )
+    wait_for(lambda: status_of(action.pk) == ActionStatus.SUCCEEDED, 20, "the first run")
+    redelivered = run_action.apply_async((action.pk,))
+    assert redelivered.get(timeout=20) == "skipped: already succeeded"
+    action.refresh_from_db()
+    assert action.attempts == 1
+    assert action.attempt_log.count() == 1
+
+
+def test_a_dropped_broker_message_is_recovered_by_the_sweeper(
+    celery_worker_process, make_user, settings, monkeypatch
+):
+    celery_worker_process.start()
+    settings.ACTION_REQUEUE_AFTER_SECONDS = 0
+    with monkeypatch.context() as dropped:
+        dropped.setattr(action_services, "send_action_task", lambda *args, **kwargs: None)
+        with transaction.atomic():
+            action, _ = enqueue_action(
+                kind="portal.canary",
+                target="worker pipeline",
+                reason="lost message",
+                requested_by=make_user(Role.OPERATOR),
+            )
+    time.sleep(1.0)
+    assert status_of(action.pk) == ActionStatus.QUEUED  # the message never reached the broker
+    assert sweep_stuck_actions()["requeued"] == 1
+    wait_for(lambda: status_of(action.pk) == ActionStatus.SUCCEEDED, 20, "the swept Action")
+    assert Action.objects.get(pk=action.pk).attempts == 1
+
+
+def test_a_killed_worker_does_not_lose_the_action(celery_worker_process, make_user):
+    celery_worker_process.start("worker1")
+    with transaction.atomic():
+        action, _ = enqueue_action(
+            kind="portal.canary",
+            target="worker pipeline",
+            reason="kill the worker mid-run",
+            requested_by=make_user(Role.OPERATOR),
+            parameters={"hold_seconds": 3},
+        )
+    wait_for(lambda: status_of(action.pk) == ActionStatus.RUNNING, 20, "the worker to claim it")
+    celery_worker_process.kill()
+    assert status_of(action.pk) == ActionStatus.RUNNING  # claimed by a worker that no longer exists
+
+    celery_worker_process.start("worker2")
+
+    # The lease (hold + 5 s) expires; the periodic sweeper then hands the Action to worker2.
+    def recovered():
+        sweep_stuck_actions()
+        return status_of(action.pk) == ActionStatus.SUCCEEDED
+
+    wait_for(recovered, 40, "recovery on the second worker", poll=1.0)
+    action.refresh_from_db()
+    attempts = list(action.attempt_log.order_by("number").values_list("outcome", "worker"))
+    assert [outcome for outcome, _ in attempts] == ["abandoned", "succeeded"]
+    assert attempts[0][1].startswith("worker1@") and attempts[1][1].startswith("worker2@")
+
+
+def test_transient_errors_are_retried_by_the_worker_until_success(celery_worker_process, make_user):
+    celery_worker_process.start()
+    with transaction.atomic():
+        action, _ = enqueue_action(
+            kind="test.flaky",
+            target="gpu001",
+            reason="controller flaps",
+            requested_by=make_user(Role.OPERATOR),
+            parameters={"succeed_on_attempt": 3},
+        )
+    wait_for(lambda: status_of(action.pk) == ActionStatus.SUCCEEDED, 30, "the retries")
+    action.refresh_from_db()
+    assert action.attempts == 3
+    assert list(action.attempt_log.values_list("outcome", flat=True)) == [
+        "retry",
+        "retry",
+        "succeeded",
+    ]

@@ -1,0 +1,146 @@
+"""Bad input gets a 4xx naming the problem; nothing 500s; unknown API routes are JSON 404s."""
+
+import pytest
+
+from portal.models import Role, Tenant
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def admin(api_as):
+    return api_as(Role.ADMIN)
+
+
+def test_malformed_json_is_a_400_that_says_so(admin):
+    response = admin.generic(
+        "POST", "/api/tenants/", '{"name": "x", ', content_type="application/json"
+    )
+    assert response.status_code == 400
+    assert "JSON parse error" in response.json()["detail"]
+
+
+def test_unknown_fields_are_named(admin):
+    response = admin.post(
+        "/api/tenants/",
+        {"name": "T", "slug": "t", "slurm_account": "t", "evpn_vni": 5, "vlan": 7},
+        format="json",
+    )
+    assert response.status_code == 400
+    assert response.json() == {"vlan": ["Unknown field."]}
+    assert not Tenant.objects.filter(slug="t").exists()
+
+
+def test_read_only_fields_are_named_not_ignored(admin):
+    response = admin.post(
+        "/api/tenants/",
+        {"name": "T", "slug": "t", "slurm_account": "t", "evpn_vni": 5, "user_count": 9},
+        format="json",
+    )
+    assert response.status_code == 400
+    assert response.json() == {"user_count": ["This field is read-only."]}
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("evpn_vni", "ten"),
+        ("evpn_vni", 2**24),
+        ("evpn_vni", 0),
+        ("slug", "has space"),
+        ("slurm_account", "bad;account"),
+    ],
+)
+def test_wrong_types_and_ranges_name_the_field(admin, field, value):
+    body = {"name": "T", "slug": "t", "slurm_account": "t", "evpn_vni": 5, field: value}
+    response = admin.post("/api/tenants/", body, format="json")
+    assert response.status_code == 400
+    assert field in response.json()
+
+
+def test_a_json_array_instead_of_an_object_is_a_400(admin):
+    response = admin.post("/api/tenants/", [1, 2], format="json")
+    assert response.status_code == 400
+
+
+def test_canary_validation_names_fields(admin):
+    missing = admin.post("/api/actions/canary/", {}, format="json")
+    assert missing.status_code == 400 and "reason" in missing.json()
+    wrong = admin.post(
+        "/api/actions/canary/", {"reason": "x", "hold_seconds": "long"}, format="json"
+    )
+    assert wrong.status_code == 400 and "hold_seconds" in wrong.json()
+    too_long = admin.post(
+        "/api/actions/canary/", {"reason": "x", "hold_seconds": 3600}, format="json"
+    )
+    assert too_long.status_code == 400 and "hold_seconds" in too_long.json()
+
+
+def test_unknown_api_routes_are_json_404s(admin):
+    response = admin.get("/api/no-such-thing/")
+    assert response.status_code == 404
+    assert response["Content-Type"] == "application/json"
+    assert "/api/no-such-thing/" in response.json()["detail"]
+
+
+def test_missing_objects_are_json_404s(admin):
+    response = admin.get("/api/actions/999999/")
+    assert response.status_code == 404
+    assert response.json()["detail"]
+
+
+def test_wrong_method_is_405(admin):
+    assert admin.put("/api/actions/", {}, format="json").status_code == 405
+
+
+def test_deleting_a_tenant_with_users_is_a_409_not_a_500(admin, make_user, tenant_a):
+    make_user(Role.TENANT_ADMIN, tenant=tenant_a)
+    response = admin.delete(f"/api/tenants/{tenant_a.pk}/")
+    assert response.status_code == 409
+    assert "still has users" in response.json()["detail"]
+    assert Tenant.objects.filter(pk=tenant_a.pk).exists()
+
+
+def test_cancelling_a_finished_action_is_a_409_naming_the_status(admin):
+    created = admin.post("/api/actions/canary/", {"reason": "x"}, format="json")
+    from portal.services.actions import run_action
+
+    run_action(action_id=created.json()["id"])
+    response = admin.post(f"/api/actions/{created.json()['id']}/cancel/", {}, format="json")
+    assert response.status_code == 409
+    assert response.json()["status"] == "succeeded"
+
+
+def test_cancel_a_queued_action(admin):
+    created = admin.post("/api/actions/canary/", {"reason": "x"}, format="json")
+    response = admin.post(
+        f"/api/actions/{created.json()['id']}/cancel/", {"reason": "wrong cluster"}, format="json"
+    )
+    assert response.status_code == 200
+    assert response.json()["status"] == "cancelled"
+
+
+def test_idempotency_key_header_returns_the_same_action(admin):
+    first = admin.post(
+        "/api/actions/canary/", {"reason": "x"}, format="json", HTTP_IDEMPOTENCY_KEY="deploy-42"
+    )
+    second = admin.post(
+        "/api/actions/canary/", {"reason": "x"}, format="json", HTTP_IDEMPOTENCY_KEY="deploy-42"
+    )
+    assert first.status_code == second.status_code == 202
+    assert first.json()["id"] == second.json()["id"]
+
+
+@pytest.mark.parametrize("role", [Role.VIEWER, Role.TENANT_ADMIN])
+def test_roles_that_may_not_act_get_403(api_as, role):
+    assert (
+        api_as(role).post("/api/actions/canary/", {"reason": "x"}, format="json").status_code == 403
+    )
+
+
+def test_tenant_admins_see_only_their_tenant(api_as, tenant_a, tenant_b):
+    client = api_as(Role.TENANT_ADMIN, tenant=tenant_a)
+    listed = [row["slug"] for row in client.get("/api/tenants/").json()["results"]]
+    assert listed == ["tenant-a"]
+    assert client.get(f"/api/tenants/{tenant_b.pk}/").status_code == 404
+    assert client.get("/api/actions/").status_code == 403

@@ -1,0 +1,94 @@
+"""The UI shell in real headless Chromium against a real server, worker and channel layer."""
+
+import json
+import urllib.request
+
+import pytest
+
+from portal.models import Role
+from portal.services.accounts import api_token_create
+from portal.services.actions import enqueue_action, run_action
+from tests.conftest import ARTIFACTS
+
+pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+PASSWORD = "correct-horse-battery"  # the make_user fixture's password
+
+
+def log_in(page, server, username):
+    page.goto(f"{server.url}/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{server.url}/")
+
+
+def post_json(url: str, body: dict, token: str) -> tuple[int, dict]:
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"Authorization": f"Token {token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return response.status, json.loads(response.read())
+
+
+def test_actions_appear_and_finish_live_and_the_page_recovers_from_a_server_restart(
+    portal_server, browser_page, make_user
+):
+    page = browser_page
+    operator = make_user(Role.OPERATOR)
+    log_in(page, portal_server, operator.username)
+    page.wait_for_selector("#live-indicator[data-state=live]", timeout=15_000)
+
+    # An Action requested elsewhere (automation over the API) appears on the open page and
+    # finishes there, with a toast, without a reload.
+    _, key = api_token_create(user=operator, name="browser test")
+    status, action = post_json(
+        f"{portal_server.url}/api/actions/canary/", {"reason": "browser check"}, key
+    )
+    assert status == 202
+    page.wait_for_selector(
+        f"#action-row-{action['id']} [data-field=status] .status-succeeded", timeout=20_000
+    )
+    page.locator("#toasts").get_by_text(f"#{action['id']}").wait_for(timeout=5_000)
+    page.screenshot(path=str(ARTIFACTS / "portal-dashboard-live-action.png"), full_page=True)
+
+    # The server goes away: the indicator says so.
+    portal_server.stop()
+    page.wait_for_selector("#live-indicator:not([data-state=live])", timeout=15_000)
+    assert page.get_attribute("#live-indicator", "data-state") in {
+        "reconnecting",
+        "connecting",
+        "offline",
+    }
+    page.screenshot(path=str(ARTIFACTS / "portal-dashboard-reconnecting.png"), full_page=True)
+
+    # Something happens while the page is disconnected; after the restart the page reconnects
+    # on its own and resyncs, so the missed Action is shown.
+    missed, _ = enqueue_action(
+        kind="portal.canary",
+        target="worker pipeline",
+        reason="while offline",
+        requested_by=operator,
+    )
+    run_action(action_id=missed.pk)
+    portal_server.start()
+    page.wait_for_selector("#live-indicator[data-state=live]", timeout=60_000)
+    page.wait_for_selector(f"#action-row-{missed.pk}", timeout=15_000)
+    assert page.url == f"{portal_server.url}/"
+
+
+def test_keyboard_reaches_the_skip_link_and_pages_fit_laptop_and_wall_screens(
+    portal_server, browser_page, make_user
+):
+    page = browser_page
+    log_in(page, portal_server, make_user(Role.VIEWER).username)
+    page.keyboard.press("Tab")
+    assert "Skip to content" in page.evaluate("document.activeElement.textContent")
+    for width, height, name in ((1366, 768, "1366"), (3840, 2160, "4k")):
+        page.set_viewport_size({"width": width, "height": height})
+        page.goto(f"{portal_server.url}/actions/")
+        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0, f"horizontal scrolling at {name}"
+        page.screenshot(path=str(ARTIFACTS / f"portal-actions-{name}.png"), full_page=True)

@@ -1,0 +1,132 @@
+"""The UI shell: login, navigation, pages per role, vendored assets, cancel from the page."""
+
+import re
+from pathlib import Path
+
+import pytest
+from django.test import Client
+
+from portal.models import Action, AuditEntry, Role
+from portal.services.actions import enqueue_action
+
+pytestmark = pytest.mark.django_db
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def browser_as(make_user):
+    def login(role, tenant=None):
+        user = make_user(role, tenant=tenant)
+        browser = Client()
+        assert browser.login(username=user.username, password="correct-horse-battery")
+        browser.user = user
+        return browser
+
+    return login
+
+
+def test_pages_need_a_login():
+    response = Client().get("/")
+    assert response.status_code == 302
+    assert response["Location"].startswith("/login/")
+
+
+def test_login_page_and_a_real_login(make_user):
+    user = make_user(Role.OPERATOR)
+    browser = Client()
+    page = browser.get("/login/")
+    assert page.status_code == 200 and b'name="password"' in page.content
+    bad = browser.post("/login/", {"username": user.username, "password": "wrong"})
+    assert bad.status_code == 200 and b"did not match" in bad.content
+    good = browser.post("/login/", {"username": user.username, "password": "correct-horse-battery"})
+    assert good.status_code == 302 and good["Location"] == "/"
+    dashboard = browser.get("/")
+    assert dashboard.status_code == 200
+    assert user.username.encode() in dashboard.content
+    assert browser.post("/logout/").status_code == 302
+    assert browser.get("/").status_code == 302
+
+
+@pytest.mark.parametrize("role", list(Role))
+def test_dashboard_renders_for_every_role_with_navigation(browser_as, role):
+    page = browser_as(role).get("/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    for label in ("Inventory", "Jobs", "Fabric", "Faults", "Actions", "Tenants"):
+        assert f">{label}<" in html, label
+    assert 'id="live-indicator"' in html
+    assert ('id="recent-actions"' in html) == (role != Role.TENANT_ADMIN)
+
+
+def test_sections_not_built_yet_are_disabled_not_links(browser_as):
+    html = browser_as(Role.OPERATOR).get("/").content.decode()
+    assert 'aria-disabled="true" title="Arrives with issue #3">Inventory<' in html
+
+
+@pytest.mark.parametrize(
+    ("role", "path", "status"),
+    [
+        (Role.VIEWER, "/actions/", 200),
+        (Role.TENANT_ADMIN, "/actions/", 403),
+        (Role.OPERATOR, "/audit/", 200),
+        (Role.VIEWER, "/audit/", 403),
+        (Role.TENANT_ADMIN, "/tenants/", 200),
+    ],
+)
+def test_pages_respect_roles(browser_as, role, path, status):
+    assert browser_as(role).get(path).status_code == status
+
+
+def test_tenant_page_shows_a_tenant_admin_only_their_tenant(browser_as, tenant_a, tenant_b):
+    html = browser_as(Role.TENANT_ADMIN, tenant_a).get("/tenants/").content.decode()
+    assert "Tenant A" in html and "Tenant B" not in html
+
+
+def test_action_pages_and_cancel_from_the_ui(browser_as):
+    oncall = browser_as(Role.ONCALL)
+    action, _ = enqueue_action(
+        kind="portal.canary", target="worker pipeline", reason="ui test", requested_by=oncall.user
+    )
+    listing = oncall.get("/actions/?status=queued").content.decode()
+    assert f'id="action-row-{action.pk}"' in listing
+    detail = oncall.get(f"/actions/{action.pk}/").content.decode()
+    assert "Cancel Action" in detail
+    response = oncall.post(f"/actions/{action.pk}/cancel/", {"reason": "not needed"}, follow=True)
+    assert b"cancelled" in response.content
+    assert Action.objects.get(pk=action.pk).status == "cancelled"
+    entry = AuditEntry.objects.get(object_id=str(action.pk), note__startswith="cancelled")
+    assert (entry.via, entry.actor) == ("ui", oncall.user)
+    # A second cancel is refused with a message, not an error page.
+    again = oncall.post(f"/actions/{action.pk}/cancel/", {"reason": "again"}, follow=True)
+    assert again.status_code == 200 and b"only a queued Action can be cancelled" in again.content
+
+
+def test_viewers_cannot_cancel(browser_as):
+    viewer = browser_as(Role.VIEWER)
+    action, _ = enqueue_action(kind="portal.canary", target="x", reason="r")
+    assert b"Cancel Action" not in viewer.get(f"/actions/{action.pk}/").content
+    assert viewer.post(f"/actions/{action.pk}/cancel/", {"reason": "x"}).status_code == 403
+
+
+def test_unknown_pages_are_html_404s(browser_as):
+    response = browser_as(Role.VIEWER).get("/no-such-page/")
+    assert response.status_code == 404
+    assert b"Not found" in response.content
+
+
+def test_every_asset_the_templates_load_is_vendored_no_cdn():
+    referenced = set()
+    for template in (REPO / "templates").rglob("*.html"):
+        text = template.read_text()
+        assert not re.search(r"""(src|href)=["']https?://""", text), template
+        referenced |= set(re.findall(r"""\{% static ['"]([^'"]+)['"] %\}""", text))
+    assert {"vendor/htmx.min.js", "js/live.js", "css/portal.css"} <= referenced
+    for asset in referenced:
+        assert (REPO / "static" / asset).is_file(), f"static/{asset} is missing"
+
+
+def test_static_assets_are_served_by_the_app(browser_as):
+    browser = browser_as(Role.VIEWER)
+    for asset in ("vendor/htmx.min.js", "js/live.js", "css/portal.css"):
+        response = browser.get(f"/static/{asset}")
+        assert response.status_code == 200, asset
