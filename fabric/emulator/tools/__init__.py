@@ -1,0 +1,1 @@
+"""The emulated command-line tools, one module per family (show, config, sonic-db-cli, vtysh)."""
