@@ -1,0 +1,480 @@
+"""Reads of the inventory, restricted by who asks, in a number of queries that does not grow.
+
+Role rules (DESIGN.md section 6): admins, operators, on-call and viewers see the whole cluster's
+hardware; a tenant admin sees only the nodes in their tenant's current allocations, with those
+nodes' GPUs, NICs and cables, and no switches. Allocations are tenant-private: viewers see none.
+
+Cable trace: `trace_from_nic`, `trace_from_port` and `nodes_behind_switch` follow cables through
+the fabric in at most four queries whatever the fleet's size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, NamedTuple
+
+from django.db.models import Prefetch, Q, QuerySet
+
+from inventory.hostlist import compress_hostlist, expand_hostlist
+from inventory.models import (
+    GPU,
+    NIC,
+    Allocation,
+    Cable,
+    CableStatus,
+    Node,
+    Switch,
+    SwitchPort,
+)
+from portal.errors import InvalidInput, NotFound
+from portal.models import Role
+from portal.models.accounts import CLUSTER_WIDE_ROLES, TENANT_DATA_ROLES
+
+# -- visibility ------------------------------------------------------------------------------
+
+
+def visible_nodes(*, user) -> QuerySet[Node]:
+    """The nodes `user` may see: all for cluster-wide roles, the current allocations' for a
+    tenant admin, none otherwise."""
+    role = user.role
+    if role in CLUSTER_WIDE_ROLES:
+        return Node.objects.all()
+    if role == Role.TENANT_ADMIN and user.tenant_id:
+        allocated = Allocation.objects.current().filter(tenant_id=user.tenant_id)
+        return Node.objects.filter(pk__in=allocated.values("nodes"))
+    return Node.objects.none()
+
+
+def active_cables() -> QuerySet[Cable]:
+    return Cable.objects.exclude(status=CableStatus.DECOMMISSIONED)
+
+
+def _cables_with_ends(queryset: QuerySet[Cable]) -> QuerySet[Cable]:
+    """Cables with both ends and their owners joined in, for describing without more queries."""
+    return queryset.select_related(
+        "a_nic__node",
+        "b_nic__node",
+        "a_port__switch__pod",
+        "b_port__switch__pod",
+        "a_port__breakout_parent",
+        "b_port__breakout_parent",
+    )
+
+
+def _apply_filters(queryset: QuerySet, filters: dict | None, known: dict[str, Any]) -> QuerySet:
+    """Apply {name: value} filters; `known` maps each name to a lookup or a function."""
+    unknown = sorted(set(filters or {}) - set(known))
+    if unknown:
+        names = ", ".join(sorted(known))
+        raise InvalidInput(
+            {"filters": [f"unknown filter {name!r} (known: {names})" for name in unknown]}
+        )
+    for name, value in (filters or {}).items():
+        if value in (None, ""):
+            continue
+        lookup = known[name]
+        queryset = (
+            lookup(queryset, value) if callable(lookup) else queryset.filter(**{lookup: value})
+        )
+    return queryset
+
+
+def _hostlist_filter(path: str):
+    def apply(queryset: QuerySet, expression: str) -> QuerySet:
+        return queryset.filter(**{f"{path}__in": expand_hostlist(expression)})
+
+    return apply
+
+
+# -- nodes -------------------------------------------------------------------------------------
+
+NODE_FILTERS = {
+    "hostlist": _hostlist_filter("hostname"),
+    "hostname": "hostname",
+    "pod": "pod__name",
+    "rack": "rack__name",
+    "status": "status",
+    "slurm_state": "slurm_state",
+    "model": "model",
+}
+
+
+def node_list(*, user, filters: dict | None = None) -> QuerySet[Node]:
+    """Nodes `user` may see, filtered by `filters` (see NODE_FILTERS; `hostlist` takes a Slurm
+    expression such as gpu[001-016,020]). One query: pod and rack are joined in."""
+    known = dict(NODE_FILTERS)
+    if user.role in TENANT_DATA_ROLES:
+        # Which tenant holds a node is tenant-private: only these roles may ask.
+        known["tenant"] = lambda queryset, slug: queryset.filter(
+            pk__in=Allocation.objects.current().filter(tenant__slug=slug).values("nodes")
+        )
+    return _apply_filters(visible_nodes(user=user), filters, known).select_related("pod", "rack")
+
+
+def node_get(*, user, hostname: str) -> Node:
+    """One node with its GPUs and NICs (each NIC with its affine GPU and active cable ends), in
+    a constant number of queries; NotFound when `user` may not see it."""
+    nics = NIC.objects.select_related("affinity_gpu").order_by("device")
+    node = (
+        visible_nodes(user=user)
+        .select_related("pod", "rack")
+        .prefetch_related(
+            Prefetch("gpus", queryset=GPU.objects.order_by("index")),
+            Prefetch("nics", queryset=with_cable_ends(nics)),
+        )
+        .filter(hostname=hostname)
+        .first()
+    )
+    if node is None:
+        raise NotFound(f"No node {hostname!r}.")
+    return node
+
+
+def nodes_from_hostlist(*, user, expression: str) -> list[Node]:
+    """The nodes a hostlist names, in its order; InvalidInput naming any host not found (or not
+    visible to `user`), so that an action on `gpu[001-016]` never silently skips one."""
+    hostnames = expand_hostlist(expression)
+    nodes = {node.hostname: node for node in node_list(user=user).filter(hostname__in=hostnames)}
+    missing = [hostname for hostname in hostnames if hostname not in nodes]
+    if missing:
+        raise InvalidInput({"hostlist": [f"unknown node(s): {compress_hostlist(missing)}"]})
+    return [nodes[hostname] for hostname in hostnames]
+
+
+# -- GPUs, NICs, switches, ports, cables -------------------------------------------------------
+
+
+def gpu_list(*, user, filters: dict | None = None) -> QuerySet[GPU]:
+    known = {
+        "node": "node__hostname",
+        "hostlist": _hostlist_filter("node__hostname"),
+        "pod": "node__pod__name",
+        "model": "model",
+        "index": "index",
+    }
+    gpus = GPU.objects.filter(node__in=visible_nodes(user=user))
+    return _apply_filters(gpus, filters, known).select_related("node")
+
+
+def with_cable_ends(nics: QuerySet[NIC]) -> QuerySet[NIC]:
+    """Prefetch each NIC's active cables with their far ends (two queries for any number of
+    NICs); read them with `nic_link(nic)`."""
+    cables = _cables_with_ends(active_cables())
+    return nics.prefetch_related(
+        Prefetch("cables_as_a", queryset=cables, to_attr="active_cables_as_a"),
+        Prefetch("cables_as_b", queryset=cables, to_attr="active_cables_as_b"),
+    )
+
+
+NIC_FILTERS = {
+    "node": "node__hostname",
+    "hostlist": _hostlist_filter("node__hostname"),
+    "pod": "node__pod__name",
+    "role": "role",
+    "rail": "rail",
+    "device": "device",
+}
+
+
+def nic_list(*, user, filters: dict | None = None, with_links: bool = False) -> QuerySet[NIC]:
+    """NICs of the nodes `user` may see; `with_links` also prefetches their cables' far ends."""
+    nics = NIC.objects.filter(node__in=visible_nodes(user=user))
+    nics = _apply_filters(nics, filters, NIC_FILTERS).select_related(
+        "node", "node__pod", "affinity_gpu"
+    )
+    return with_cable_ends(nics) if with_links else nics
+
+
+class NicLink(NamedTuple):
+    cable: Cable
+    port: SwitchPort | None  # the far end, when it is a switch port
+    nic: NIC | None  # the far end, when it is another NIC (a validation error)
+
+
+def nic_link(nic: NIC) -> NicLink | None:
+    """The active cable of a NIC loaded through `with_cable_ends`, and its far end."""
+    for cable in getattr(nic, "active_cables_as_a", []):
+        return NicLink(cable, cable.b_port, cable.b_nic)
+    for cable in getattr(nic, "active_cables_as_b", []):
+        return NicLink(cable, cable.a_port, cable.a_nic)
+    return None
+
+
+SWITCH_FILTERS = {
+    "hostlist": _hostlist_filter("hostname"),
+    "hostname": "hostname",
+    "role": "role",
+    "pod": "pod__name",
+    "rail": "rail",
+    "status": "status",
+}
+
+
+def switch_list(*, user, filters: dict | None = None) -> QuerySet[Switch]:
+    """Switches, for cluster-wide roles only: the fabric is not part of a tenant's slice."""
+    if user.role not in CLUSTER_WIDE_ROLES:
+        return Switch.objects.none()
+    return _apply_filters(Switch.objects.all(), filters, SWITCH_FILTERS).select_related(
+        "pod", "rack"
+    )
+
+
+def port_list(*, user, switch: Switch | None = None, filters: dict | None = None):
+    """Ports with their switch, breakout cage and the active cable on them (constant queries)."""
+    if user.role not in CLUSTER_WIDE_ROLES:
+        return SwitchPort.objects.none()
+    ports = SwitchPort.objects.all() if switch is None else switch.ports.all()
+    known = {"switch": "switch__hostname", "name": "name", "speed_gbps": "speed_gbps"}
+    cables = _cables_with_ends(active_cables())
+    return (
+        _apply_filters(ports, filters, known)
+        .select_related("switch", "breakout_parent")
+        .prefetch_related(
+            Prefetch("cables_as_a", queryset=cables, to_attr="active_cables_as_a"),
+            Prefetch("cables_as_b", queryset=cables, to_attr="active_cables_as_b"),
+        )
+        .order_by("switch__hostname", "index", "name")
+    )
+
+
+def cable_list(*, user, filters: dict | None = None) -> QuerySet[Cable]:
+    """Cables with both ends joined in; a tenant admin sees only cables of their nodes."""
+    cables = Cable.objects.all()
+    if user.role not in CLUSTER_WIDE_ROLES:
+        nodes = visible_nodes(user=user)
+        cables = cables.filter(Q(a_nic__node__in=nodes) | Q(b_nic__node__in=nodes))
+    known = {
+        "status": "status",
+        "type": "type",
+        "node": lambda qs, hostname: qs.filter(
+            Q(a_nic__node__hostname=hostname) | Q(b_nic__node__hostname=hostname)
+        ),
+        "switch": lambda qs, hostname: qs.filter(
+            Q(a_port__switch__hostname=hostname) | Q(b_port__switch__hostname=hostname)
+        ),
+    }
+    return _cables_with_ends(_apply_filters(cables, filters, known))
+
+
+def allocation_list(*, user, current_only: bool = False) -> QuerySet[Allocation]:
+    """Allocations: all for admins, operators and on-call; a tenant admin's own; none for
+    viewers (tenant-private). Nodes are prefetched in one extra query."""
+    allocations = Allocation.objects.select_related("tenant").prefetch_related("nodes")
+    if current_only:
+        allocations = allocations.current()
+    if user.role in TENANT_DATA_ROLES:
+        return allocations
+    if user.role == Role.TENANT_ADMIN and user.tenant_id:
+        return allocations.filter(tenant_id=user.tenant_id)
+    return allocations.none()
+
+
+# -- cable trace -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TraceSwitch:
+    id: int
+    hostname: str
+    role: str
+    pod: str | None
+    rail: int | None
+
+
+@dataclass(frozen=True)
+class TracePort:
+    id: int
+    name: str
+    speed_gbps: int
+    breakout_parent: str | None
+    switch: TraceSwitch
+
+
+@dataclass(frozen=True)
+class TraceNic:
+    id: int
+    node: str
+    device: str
+    role: str
+    rail: int | None
+    speed_gbps: int
+
+
+@dataclass(frozen=True)
+class TraceCable:
+    id: int
+    type: str
+    status: str
+    length_m: float | None
+
+
+@dataclass(frozen=True)
+class TraceUplink:
+    local_port: TracePort  # on the leaf (or whichever switch the trace reached)
+    cable: TraceCable
+    remote_port: TracePort  # on a spine
+
+
+@dataclass(frozen=True)
+class Trace:
+    """The path NIC -> cable -> switch port -> switch -> uplinks -> spines.
+
+    `port` and `switch` are where the NIC lands (a leaf for a rail NIC, a storage switch for a
+    storage NIC). A trace from an uplink or spine port has no NIC and the one uplink it names.
+    `notes` say where and why a path stops early.
+    """
+
+    nic: TraceNic | None
+    cable: TraceCable | None
+    port: TracePort | None
+    switch: TraceSwitch | None
+    uplinks: tuple[TraceUplink, ...]
+    spines: tuple[TraceSwitch, ...]
+    notes: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _trace_switch(switch: Switch) -> TraceSwitch:
+    pod = switch.pod.name if switch.pod_id else None
+    return TraceSwitch(switch.pk, switch.hostname, switch.role, pod, switch.rail)
+
+
+def _trace_port(port: SwitchPort) -> TracePort:
+    parent = port.breakout_parent.name if port.breakout_parent_id else None
+    return TracePort(port.pk, port.name, port.speed_gbps, parent, _trace_switch(port.switch))
+
+
+def _trace_nic(nic: NIC) -> TraceNic:
+    return TraceNic(nic.pk, nic.node.hostname, nic.device, nic.role, nic.rail, nic.speed_gbps)
+
+
+def _trace_cable(cable: Cable) -> TraceCable:
+    length = float(cable.length_m) if cable.length_m is not None else None
+    return TraceCable(cable.pk, cable.type, cable.status, length)
+
+
+def _far_end(cable: Cable, *, nic_id: int | None = None, port_id: int | None = None):
+    """The (nic, port) at the other end of `cable` from the given NIC or port."""
+    if (nic_id is not None and cable.a_nic_id == nic_id) or (
+        port_id is not None and cable.a_port_id == port_id
+    ):
+        return cable.b_nic, cable.b_port
+    return cable.a_nic, cable.a_port
+
+
+def _cables_at_switch(switch: Switch) -> QuerySet[Cable]:
+    """Active cables with an end on `switch`, both ends joined in.
+
+    The switch's port ids are read first (one indexed query): a filter on the joined ports'
+    switch on either side would make PostgreSQL join every cable to every port.
+    """
+    port_ids = list(SwitchPort.objects.filter(switch=switch).values_list("pk", flat=True))
+    return _cables_with_ends(
+        active_cables().filter(Q(a_port_id__in=port_ids) | Q(b_port_id__in=port_ids))
+    )
+
+
+def _uplinks(switch: Switch) -> tuple[tuple[TraceUplink, ...], tuple[TraceSwitch, ...]]:
+    """Every active cable from `switch` to a spine, in two queries."""
+    uplinks = []
+    for cable in _cables_at_switch(switch):
+        if cable.a_port_id and cable.a_port.switch_id == switch.pk:
+            local, remote = cable.a_port, cable.b_port
+        else:
+            local, remote = cable.b_port, cable.a_port
+        if remote is None or remote.switch.role != Switch.Role.SPINE:
+            continue
+        uplinks.append(TraceUplink(_trace_port(local), _trace_cable(cable), _trace_port(remote)))
+    uplinks.sort(key=lambda u: (u.remote_port.switch.hostname, u.local_port.name))
+    spines = {uplink.remote_port.switch.id: uplink.remote_port.switch for uplink in uplinks}
+    return tuple(uplinks), tuple(sorted(spines.values(), key=lambda s: s.hostname))
+
+
+def trace_from_nic(nic: NIC) -> Trace:
+    """Follow a NIC's active cable to its switch port, the switch, and that switch's uplinks to
+    the spines. Three queries (four when the NIC's node is not loaded yet)."""
+    if not NIC._meta.get_field("node").is_cached(nic):
+        nic = NIC.objects.select_related("node").get(pk=nic.pk)
+    start = _trace_nic(nic)
+    cable = _cables_with_ends(active_cables().filter(Q(a_nic=nic) | Q(b_nic=nic))).first()
+    if cable is None:
+        return Trace(
+            start, None, None, None, (), (), (f"{start.node} {start.device} is not cabled",)
+        )
+    far_nic, far_port = _far_end(cable, nic_id=nic.pk)
+    if far_port is None:
+        note = f"cable #{cable.pk} ends at {far_nic.node.hostname} {far_nic.device}, a NIC"
+        return Trace(start, _trace_cable(cable), None, None, (), (), (note,))
+    uplinks, spines = _uplinks(far_port.switch)
+    notes = ()
+    if not uplinks and far_port.switch.role == Switch.Role.LEAF:
+        notes = (f"{far_port.switch.hostname} has no active uplinks",)
+    return Trace(
+        start,
+        _trace_cable(cable),
+        _trace_port(far_port),
+        _trace_switch(far_port.switch),
+        uplinks,
+        spines,
+        notes,
+    )
+
+
+def trace_from_port(port: SwitchPort) -> Trace:
+    """Trace through a switch port: a host-facing port gives the NIC behind it and its switch's
+    uplinks; an uplink (leaf side or spine side) gives that one leaf-to-spine link. At most four
+    queries."""
+    port = SwitchPort.objects.select_related("switch__pod", "breakout_parent").get(pk=port.pk)
+    if port.breakout_mode:
+        halves = ", ".join(port.breakout_children.order_by("index").values_list("name", flat=True))
+        note = f"{port.name} is a cage broken out {port.breakout_mode}; trace {halves}"
+        return Trace(None, None, _trace_port(port), _trace_switch(port.switch), (), (), (note,))
+    cable = _cables_with_ends(active_cables().filter(Q(a_port=port) | Q(b_port=port))).first()
+    if cable is None:
+        uplinks, spines = _uplinks(port.switch)
+        note = f"{port.switch.hostname} {port.name} is not cabled"
+        return Trace(
+            None, None, _trace_port(port), _trace_switch(port.switch), uplinks, spines, (note,)
+        )
+    far_nic, far_port = _far_end(cable, port_id=port.pk)
+    if far_nic is not None:
+        uplinks, spines = _uplinks(port.switch)
+        return Trace(
+            _trace_nic(far_nic),
+            _trace_cable(cable),
+            _trace_port(port),
+            _trace_switch(port.switch),
+            uplinks,
+            spines,
+        )
+    # A switch-to-switch link: orient it leaf (lower) -> spine (upper).
+    near, far = _trace_port(port), _trace_port(far_port)
+    if near.switch.role == Switch.Role.SPINE and far.switch.role != Switch.Role.SPINE:
+        near, far = far, near
+    uplink = TraceUplink(near, _trace_cable(cable), far)
+    return Trace(None, None, None, near.switch, (uplink,), (far.switch,))
+
+
+class NodeBehindPort(NamedTuple):
+    port: SwitchPort
+    node: Node
+    nic: NIC
+    rail: int | None
+    cable: Cable
+
+
+def nodes_behind_switch(switch: Switch) -> list[NodeBehindPort]:
+    """Each port of `switch` with the node, NIC and rail on its far end, in port order; two
+    queries."""
+    rows = []
+    for cable in _cables_at_switch(switch):
+        if cable.a_port_id and cable.a_port.switch_id == switch.pk:
+            port, nic = cable.a_port, cable.b_nic
+        else:
+            port, nic = cable.b_port, cable.a_nic
+        if nic is not None:
+            rows.append(NodeBehindPort(port, nic.node, nic, nic.rail, cable))
+    rows.sort(key=lambda row: (row.port.index, row.port.name))
+    return rows
