@@ -3,3 +3,6 @@ from django.apps import AppConfig
 
 class JobsConfig(AppConfig):
     name = "jobs"
+
+    def ready(self):
+        from jobs import actions  # noqa: F401 - registers the drain and resume handlers

@@ -172,6 +172,13 @@ ACTION_REQUEUE_AFTER_SECONDS = env_float(ENV, "ACTION_REQUEUE_AFTER_SECONDS", 12
 # Extra handler modules to import (tests use it to register their own handlers in a worker).
 ACTION_HANDLER_MODULES = env_list(ENV, "ACTION_HANDLER_MODULES", [])
 
+# --- Drivers (DESIGN.md section 4) -------------------------------------------------------------
+# The embedded default is the simulator; a real cluster sets jobs.drivers.cli.ScontrolDriver or
+# jobs.drivers.slurmrestd.SlurmrestdDriver.
+SLURM_DRIVER = ENV.get("SLURM_DRIVER", "jobs.drivers.simulator.SimulatorDriver")
+# SONiC over SSH is the one real driver; tests may use fabric.drivers.emulated.EmulatedDriver.
+FABRIC_DRIVER = ENV.get("FABRIC_DRIVER", "fabric.drivers.ssh.SonicSshDriver")
+
 # --- REST API -----------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

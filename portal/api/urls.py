@@ -1,6 +1,6 @@
 """The API's URL conf: /api/<resource>/ for the portal, /api/<app>/ for each domain app."""
 
-from django.urls import path
+from django.urls import include, path
 from rest_framework.routers import DefaultRouter
 
 from portal.api import views
@@ -15,5 +15,9 @@ router.register("tokens", views.APITokenViewSet, basename="apitoken")
 
 urlpatterns = [
     path("me/", views.MeView.as_view(), name="me"),
+    path("inventory/", include("inventory.api.urls")),
+    path("jobs/", include("jobs.api.urls")),
+    path("fabric/", include("fabric.api.urls")),
+    path("faults/", include("faults.api.urls")),
     *router.urls,
 ]

@@ -1,0 +1,186 @@
+"""The switch driver interface (DESIGN.md section 4): what the portal asks of one SONiC switch.
+
+Implementations (chosen by dotted path in `settings.FABRIC_DRIVER`):
+- `fabric.drivers.ssh.SonicSshDriver`: the SONiC CLI over real SSH (the emulator in tests and the
+  demo, a real switch in production);
+- `fabric.drivers.emulated.EmulatedDriver`: an in-process emulated switch for fast unit tests.
+Both pass the same contract tests. Drivers return these dataclasses, never models, and raise only
+the errors below.
+"""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.conf import settings
+
+
+class FabricError(Exception):
+    """Base class of everything a switch driver raises."""
+
+
+class SwitchUnreachable(FabricError):
+    """SSH connect or command timed out, or the connection dropped: worth retrying."""
+
+
+class SwitchCommandFailed(FabricError):
+    """The switch ran the command and refused it (bad port name, invalid value)."""
+
+    def __init__(self, command: str, exit_status: int, output: str):
+        super().__init__(f"{command!r} exited {exit_status}: {output.strip()}")
+        self.command = command
+        self.exit_status = exit_status
+        self.output = output
+
+
+@dataclass(frozen=True)
+class SwitchTarget:
+    """How to reach one switch. `credentials_ref` names an entry in the credentials store."""
+
+    hostname: str
+    address: str
+    port: int = 22
+    credentials_ref: str = ""
+    trust_on_first_use: bool = False
+
+
+@dataclass(frozen=True)
+class PortStatus:
+    name: str
+    alias: str
+    speed_mbps: int
+    admin_up: bool
+    oper_up: bool
+    mtu: int = 9100
+    fec: str = ""
+    lanes: str = ""
+
+
+@dataclass(frozen=True)
+class PortCounters:
+    """Cumulative counters of one port. `pfc_rx`/`pfc_tx` map priority -> pause frames;
+    `ecn_marked` maps queue index -> ECN-marked packets (SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS)."""
+
+    name: str
+    in_octets: int
+    out_octets: int
+    in_packets: int = 0
+    out_packets: int = 0
+    in_errors: int = 0
+    out_errors: int = 0
+    in_discards: int = 0
+    out_discards: int = 0
+    pfc_rx: dict[int, int] = field(default_factory=dict)
+    pfc_tx: dict[int, int] = field(default_factory=dict)
+    ecn_marked: dict[int, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CounterSnapshot:
+    taken_at: datetime
+    ports: tuple[PortCounters, ...]
+
+
+@dataclass(frozen=True)
+class LldpNeighbor:
+    local_port: str
+    remote_system_name: str
+    remote_port_id: str
+    remote_port_description: str = ""
+    remote_chassis_id: str = ""
+
+
+@dataclass(frozen=True)
+class BgpNeighbor:
+    address: str
+    remote_as: int
+    state: str  # Established, Idle, Active, ...
+    prefixes_received: int = 0
+    uptime: str = ""
+
+
+@dataclass(frozen=True)
+class SwitchVersion:
+    sonic_version: str
+    platform: str
+    hwsku: str
+    asic: str
+    serial: str = ""
+    uptime: str = ""
+
+
+@dataclass(frozen=True)
+class QosProfile:
+    """A RoCEv2 congestion-control profile: ECN/WRED on the lossless queue, PFC on its priority."""
+
+    name: str
+    ecn_min_bytes: int
+    ecn_max_bytes: int
+    ecn_mark_probability_percent: int
+    pfc_priorities: tuple[int, ...]
+    pfc_xoff_bytes: int
+    pfc_xon_offset_bytes: int
+    headroom_bytes: int
+    shared_buffer_alpha: float
+
+
+# Paper Table 15 (DESIGN.md section 8): the profile SAKURAONE ran in production.
+SAKURAONE_ROCE_PROFILE = QosProfile(
+    name="SAKURAONE_ROCE",
+    ecn_min_bytes=2 * 1024 * 1024,
+    ecn_max_bytes=10 * 1024 * 1024,
+    ecn_mark_probability_percent=1,
+    pfc_priorities=(3,),
+    pfc_xoff_bytes=36_570_285,
+    pfc_xon_offset_bytes=18_432,
+    headroom_bytes=36 * 1024 * 1024,
+    shared_buffer_alpha=1.0,
+)
+
+
+class FabricDriver(ABC):
+    """One switch. Port names are SONiC names (`Ethernet0`, `Ethernet4`, ...)."""
+
+    def __init__(self, target: SwitchTarget):
+        self.target = target
+
+    @abstractmethod
+    def version(self) -> SwitchVersion: ...
+
+    @abstractmethod
+    def ports(self) -> list[PortStatus]: ...
+
+    @abstractmethod
+    def counters(self) -> CounterSnapshot: ...
+
+    @abstractmethod
+    def lldp_neighbors(self) -> list[LldpNeighbor]: ...
+
+    @abstractmethod
+    def bgp_summary(self) -> list[BgpNeighbor]: ...
+
+    @abstractmethod
+    def set_port_admin(self, ports: Sequence[str], up: bool) -> None:
+        """Shut down or start up the ports. Setting a port to the state it has succeeds."""
+
+    @abstractmethod
+    def apply_qos_profile(self, profile: QosProfile, ports: Sequence[str] | None = None) -> None:
+        """Apply the ECN and PFC settings of `profile` (to every port when `ports` is None)."""
+
+    @abstractmethod
+    def save_config(self) -> None:
+        """Persist the running configuration (`config save -y`)."""
+
+    def close(self) -> None:  # noqa: B027 - optional for drivers without connections
+        """Release connections; a later call reconnects."""
+
+
+def get_fabric_driver(target: SwitchTarget) -> FabricDriver:
+    """A driver of the class named in settings.FABRIC_DRIVER for `target`."""
+    module_name, _, class_name = settings.FABRIC_DRIVER.rpartition(".")
+    driver_class = getattr(importlib.import_module(module_name), class_name)
+    return driver_class(target)

@@ -1,0 +1,3 @@
+"""Fabric monitoring pages; included by fabric/urls.py under the `fabric` namespace."""
+
+urlpatterns: list = []

@@ -1,0 +1,5 @@
+"""Pages of the faults app (namespace `faults`)."""
+
+app_name = "faults"
+
+urlpatterns: list = []

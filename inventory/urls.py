@@ -1,0 +1,5 @@
+"""Pages of the inventory app (namespace `inventory`)."""
+
+app_name = "inventory"
+
+urlpatterns: list = []

@@ -1,0 +1,154 @@
+"""The Slurm driver interface (DESIGN.md section 4): what the portal asks of a Slurm controller.
+
+Implementations (chosen by dotted path in `settings.SLURM_DRIVER`):
+- `jobs.drivers.cli.ScontrolDriver`: sinfo/squeue `--json`, `scontrol -o`, `sacct -P`;
+- `jobs.drivers.slurmrestd.SlurmrestdDriver`: slurmrestd v0.0.38 with a JWT;
+- `jobs.drivers.simulator.SimulatorDriver`: the embedded demo's cluster, also used by fast tests.
+Every implementation passes the same contract tests (tests/jobs/test_driver_contract.py).
+Drivers return these dataclasses, never models, and raise only the errors below.
+"""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cache
+
+from django.conf import settings
+
+
+class SlurmError(Exception):
+    """Base class of everything a driver raises."""
+
+
+class SlurmUnavailable(SlurmError):
+    """The controller could not be reached or timed out: worth retrying later."""
+
+
+class SlurmRejected(SlurmError):
+    """The controller refused the request (unknown node, invalid state): retrying will not help."""
+
+
+class SlurmNotSupported(SlurmError):
+    """This Slurm (or this way of talking to it) cannot do what was asked."""
+
+
+@dataclass(frozen=True)
+class SlurmNodeState:
+    """One node as Slurm sees it. `state` is the base state in lower case (idle, allocated,
+    mixed, down, unknown, future); `flags` are Slurm's upper-case flags (DRAIN, NOT_RESPONDING,
+    COMPLETING, MAINTENANCE, RESERVED, ...)."""
+
+    name: str
+    state: str
+    flags: tuple[str, ...] = ()
+    reason: str = ""
+    reason_set_at: datetime | None = None
+    reason_set_by: str = ""
+    gpus_total: int = 0
+    gpus_used: int = 0
+
+    @property
+    def display_state(self) -> str:
+        """The word sinfo prints: drained / draining / down / not_responding / idle / ..."""
+        flags = set(self.flags)
+        if self.state == "down":
+            return "down"
+        if "DRAIN" in flags:
+            busy = self.state in {"allocated", "mixed"} or "COMPLETING" in flags
+            return "draining" if busy else "drained"
+        if "NOT_RESPONDING" in flags:
+            return "not_responding"
+        return self.state
+
+    @property
+    def is_unhealthy(self) -> bool:
+        return self.state == "down" or "NOT_RESPONDING" in self.flags
+
+
+@dataclass(frozen=True)
+class SlurmJob:
+    """A running or pending job (squeue)."""
+
+    job_id: str
+    name: str
+    user: str
+    account: str
+    partition: str
+    state: str  # RUNNING, PENDING, COMPLETING, ...
+    node_names: tuple[str, ...] = ()
+    node_count: int = 0
+    gpus: int = 0
+    submit_time: datetime | None = None
+    start_time: datetime | None = None
+    time_limit_minutes: int | None = None
+    state_reason: str = ""
+
+
+@dataclass(frozen=True)
+class FinishedJob:
+    """A job that ended, from accounting (sacct). `state` without the "by <uid>" suffix."""
+
+    job_id: str
+    name: str
+    user: str
+    account: str
+    partition: str
+    state: str  # COMPLETED, FAILED, CANCELLED, TIMEOUT, NODE_FAIL, OUT_OF_MEMORY, ...
+    exit_code: int
+    signal: int
+    submit_time: datetime | None
+    start_time: datetime | None
+    end_time: datetime | None
+    elapsed_seconds: int
+    node_names: tuple[str, ...] = field(default_factory=tuple)
+    gpus: int = 0
+
+    @property
+    def gpu_seconds(self) -> int:
+        """GPU-occupied time (paper Observation 1): runtime x allocated GPUs."""
+        return self.elapsed_seconds * self.gpus
+
+
+class SlurmDriver(ABC):
+    """What the portal needs from Slurm. Node names are plain hostnames (no hostlists)."""
+
+    @abstractmethod
+    def ping(self) -> None:
+        """Return when the controller answers; raise SlurmUnavailable otherwise."""
+
+    @abstractmethod
+    def nodes(self, names: Sequence[str] | None = None) -> list[SlurmNodeState]:
+        """Every node (or the named ones), in name order."""
+
+    @abstractmethod
+    def drain(self, names: Sequence[str], reason: str) -> None:
+        """Drain the nodes with `reason` in one request. Draining a drained node succeeds."""
+
+    @abstractmethod
+    def resume(self, names: Sequence[str]) -> None:
+        """Return the nodes to service in one request. Resuming an idle node succeeds."""
+
+    @abstractmethod
+    def jobs(self) -> list[SlurmJob]:
+        """Running and pending jobs."""
+
+    @abstractmethod
+    def accounting(self, since: datetime, until: datetime | None = None) -> list[FinishedJob]:
+        """Jobs that ended in [since, until), oldest end first."""
+
+
+@cache
+def get_slurm_driver() -> SlurmDriver:
+    """The driver named in settings.SLURM_DRIVER, one instance per process."""
+    module_name, _, class_name = settings.SLURM_DRIVER.rpartition(".")
+    driver_class = getattr(importlib.import_module(module_name), class_name)
+    return driver_class()
+
+
+def reset_slurm_driver() -> None:
+    """Forget the cached driver (tests that change settings.SLURM_DRIVER call it)."""
+    get_slurm_driver.cache_clear()

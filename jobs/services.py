@@ -1,0 +1,88 @@
+"""Writes of the jobs app: drain and resume requests become Actions (DESIGN.md section 3)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from inventory.hostlist import compress_hostlist
+from inventory.models import Node
+from jobs import hooks
+from portal.errors import Conflict, InvalidInput
+from portal.models import Action
+from portal.services.actions import enqueue_action
+
+DRAIN_ACTION = "slurm.drain"
+RESUME_ACTION = "slurm.resume"
+MAX_REASON_LENGTH = 1000
+
+
+def _node_names(nodes: Sequence[Node]) -> list[str]:
+    names = sorted({node.hostname for node in nodes})
+    if not names:
+        raise InvalidInput({"nodes": ["Name at least one node."]})
+    return names
+
+
+def _clean_reason(reason: str) -> str:
+    reason = (reason or "").strip()
+    if not reason:
+        raise InvalidInput({"reason": ["A reason is required: Slurm shows it to everyone."]})
+    if len(reason) > MAX_REASON_LENGTH:
+        raise InvalidInput({"reason": [f"Use at most {MAX_REASON_LENGTH} characters."]})
+    if any(ord(character) < 32 for character in reason):
+        raise InvalidInput({"reason": ["Use one line of printable text."]})
+    return reason
+
+
+def request_drain(
+    *,
+    nodes: Sequence[Node],
+    reason: str,
+    requested_by=None,
+    via: str = "api",
+    idempotency_key: str | None = None,
+) -> tuple[Action, bool]:
+    """Queue one Action that drains all `nodes` in one Slurm call. Returns (action, created)."""
+    names = _node_names(nodes)
+    return enqueue_action(
+        kind=DRAIN_ACTION,
+        target=compress_hostlist(names),
+        reason=_clean_reason(reason),
+        requested_by=requested_by,
+        parameters={"nodes": names},
+        idempotency_key=idempotency_key,
+        via=via,
+    )
+
+
+def request_resume(
+    *,
+    nodes: Sequence[Node],
+    reason: str,
+    requested_by=None,
+    override: bool = False,
+    via: str = "api",
+    idempotency_key: str | None = None,
+) -> tuple[Action, bool]:
+    """Queue one Action that resumes all `nodes`.
+
+    A node some guard wants kept out of service (an open fault ticket) needs `override=True`;
+    otherwise the request is refused naming each such node and why.
+    """
+    names = _node_names(nodes)
+    reason = _clean_reason(reason)
+    blockers = hooks.resume_blockers(nodes)
+    if blockers and not override:
+        raise Conflict(
+            {"override": [f"{name}: {why}" for name, why in sorted(blockers.items())]},
+            blocked_nodes=sorted(blockers),
+        )
+    return enqueue_action(
+        kind=RESUME_ACTION,
+        target=compress_hostlist(names),
+        reason=reason,
+        requested_by=requested_by,
+        parameters={"nodes": names, "override": bool(blockers) and override},
+        idempotency_key=idempotency_key,
+        via=via,
+    )

@@ -1,0 +1,5 @@
+"""Pages of the jobs app (namespace `jobs`)."""
+
+app_name = "jobs"
+
+urlpatterns: list = []
