@@ -12,6 +12,7 @@ from django.views.generic import DetailView, ListView, TemplateView
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from portal import selectors
+from portal.dashboard import cluster_grid
 from portal.errors import Conflict
 from portal.health import readiness
 from portal.metrics import register_portal_collector
@@ -46,6 +47,8 @@ class DashboardView(RoleRequiredMixin, TemplateView):
             recent_actions=selectors.action_list(user=user)[:10],
             tenants=selectors.tenant_list(user=user),
             readiness=readiness(),
+            grid=cluster_grid(user=user),
+            node_url_prefix="/inventory/nodes/",
         )
         return context
 
