@@ -5,4 +5,7 @@ class JobsConfig(AppConfig):
     name = "jobs"
 
     def ready(self):
-        from jobs import actions  # noqa: F401 - registers the drain and resume handlers
+        from jobs import (
+            actions,  # noqa: F401 - registers the drain and resume handlers
+            reservations,  # noqa: F401 - registers the reservation handler
+        )

@@ -113,6 +113,18 @@ class FinishedJob:
         return self.elapsed_seconds * self.gpus
 
 
+@dataclass(frozen=True)
+class SlurmReservation:
+    """A reservation that keeps nodes for accounts (a tenant's allocation). `end` None: open."""
+
+    name: str
+    accounts: tuple[str, ...]
+    node_names: tuple[str, ...]
+    start: datetime
+    end: datetime | None = None
+    flags: tuple[str, ...] = ()
+
+
 class SlurmDriver(ABC):
     """What the portal needs from Slurm. Node names are plain hostnames (no hostlists)."""
 
@@ -139,6 +151,19 @@ class SlurmDriver(ABC):
     @abstractmethod
     def accounting(self, since: datetime, until: datetime | None = None) -> list[FinishedJob]:
         """Jobs that ended in [since, until), oldest end first."""
+
+    # Reservations back tenants' allocations (issue 8). Not every way of talking to Slurm can
+    # manage them (slurmrestd 22.05 cannot), hence defaults that say so rather than abstracts.
+    def reservations(self) -> list[SlurmReservation]:
+        raise SlurmNotSupported(f"{type(self).__name__} cannot read reservations")
+
+    def create_or_update_reservation(self, reservation: SlurmReservation) -> None:
+        """Create the reservation, or make an existing one of that name match it."""
+        raise SlurmNotSupported(f"{type(self).__name__} cannot manage reservations")
+
+    def delete_reservation(self, name: str) -> None:
+        """Remove the reservation; removing one that does not exist succeeds."""
+        raise SlurmNotSupported(f"{type(self).__name__} cannot manage reservations")
 
 
 @cache
