@@ -1,0 +1,147 @@
+"""The permission matrix (issue 8): every endpoint and page x the five roles x own/other tenant.
+
+`MATRIX` maps each named route of the URL conf to the requests that exercise it and the status
+each role must get. tests/test_permission_matrix.py walks the URL conf, so a new route without
+an entry here fails CI until somebody decides who may use it.
+
+Writes are probed with an empty body: a role that may write gets a 400 (its request reached
+validation and changed nothing), a role that may not gets a 403. Tenant-private objects are
+probed twice, for the tenant admin's own tenant and for another one (which must be a 404).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+ROLES = ("admin", "operator", "oncall", "viewer", "tenant_admin", "anonymous")
+
+
+def statuses(admin, operator, oncall, viewer, tenant_admin, anonymous) -> dict[str, int]:
+    return dict(zip(ROLES, (admin, operator, oncall, viewer, tenant_admin, anonymous), strict=True))
+
+
+# Common rows. API: anonymous is 401 (token auth announces itself). Pages: anonymous -> login.
+API_READ_ALL = statuses(200, 200, 200, 200, 200, 401)
+API_READ_CLUSTER = statuses(200, 200, 200, 200, 403, 401)
+API_WRITE_OPERATORS = statuses(400, 400, 403, 403, 403, 401)
+API_WRITE_RESPONDERS = statuses(400, 400, 400, 403, 403, 401)
+PAGE_ALL = statuses(200, 200, 200, 200, 200, 302)
+PAGE_CLUSTER = statuses(200, 200, 200, 200, 403, 302)
+PAGE_OPERATORS = statuses(200, 200, 403, 403, 403, 302)
+PUBLIC = statuses(200, 200, 200, 200, 200, 200)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One request: `path(world)` builds the URL from the objects the test made."""
+
+    method: str
+    path: Callable[[object], str]
+    expect: dict[str, int]
+    body: dict | None = None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Route:
+    probes: tuple[Probe, ...] = field(default_factory=tuple)
+    exempt: str = ""  # why this route is not probed (must say why)
+
+
+def get(path, expect, note=""):
+    return Probe("GET", path if callable(path) else (lambda world, p=path: p), expect, note=note)
+
+
+def post(path, expect, body=None, note=""):
+    return Probe(
+        "POST",
+        path if callable(path) else (lambda world, p=path: p),
+        expect,
+        body=body or {},
+        note=note,
+    )
+
+
+MATRIX: dict[str, Route] = {
+    # --- portal pages -------------------------------------------------------------------------
+    "dashboard": Route((get("/", PAGE_ALL),)),
+    "login": Route(exempt="the login form itself: public by definition"),
+    "logout": Route(exempt="ends the session; POST only, every role"),
+    "action-list": Route((get("/actions/", PAGE_CLUSTER),)),
+    "action-detail": Route((get(lambda w: f"/actions/{w.action.pk}/", PAGE_CLUSTER),)),
+    "action-cancel": Route(
+        (post(lambda w: f"/actions/{w.action.pk}/cancel/", statuses(302, 302, 302, 403, 403, 302)),)
+    ),
+    "audit-list": Route((get("/audit/", PAGE_OPERATORS),)),
+    "tenant-list": Route((get("/tenants/", PAGE_ALL),)),
+    # --- operations and docs ------------------------------------------------------------------
+    "healthz": Route((get("/healthz", PUBLIC),)),
+    "readyz": Route(
+        exempt="reports dependencies; public for load balancers, tested in test_operations"
+    ),
+    "metrics": Route((get("/metrics", PUBLIC),)),
+    "schema": Route((get("/api/schema/", PUBLIC),)),
+    "api-docs": Route((get("/api/docs/", PUBLIC),)),
+    # --- portal API ---------------------------------------------------------------------------
+    "api:api-root": Route((get("/api/", API_READ_CLUSTER),)),
+    "api:me": Route((get("/api/me/", API_READ_ALL),)),
+    "api:action-list": Route((get("/api/actions/", API_READ_CLUSTER),)),
+    "api:action-detail": Route((get(lambda w: f"/api/actions/{w.action.pk}/", API_READ_CLUSTER),)),
+    "api:action-cancel": Route(
+        (
+            post(
+                lambda w: f"/api/actions/{w.action.pk}/cancel/",
+                statuses(200, 200, 200, 403, 403, 401),
+            ),
+        )
+    ),
+    "api:action-canary": Route(
+        (
+            post(
+                "/api/actions/canary/",
+                statuses(202, 202, 202, 403, 403, 401),
+                body={"reason": "permission matrix"},
+            ),
+        )
+    ),
+    "api:auditentry-list": Route((get("/api/audit/", statuses(200, 200, 403, 403, 403, 401)),)),
+    "api:auditentry-detail": Route(
+        (get(lambda w: f"/api/audit/{w.audit_entry.pk}/", statuses(200, 200, 403, 403, 403, 401)),)
+    ),
+    "api:tenant-list": Route(
+        (
+            get("/api/tenants/", API_READ_ALL),
+            post("/api/tenants/", statuses(400, 403, 403, 403, 403, 401)),
+        )
+    ),
+    "api:tenant-detail": Route(
+        (
+            get(lambda w: f"/api/tenants/{w.own_tenant.pk}/", API_READ_ALL),
+            get(
+                lambda w: f"/api/tenants/{w.other_tenant.pk}/",
+                statuses(200, 200, 200, 200, 404, 401),
+                note="another tenant's object is 404 for a tenant admin",
+            ),
+        )
+    ),
+    "api:apitoken-list": Route(
+        (
+            get("/api/tokens/", API_READ_ALL),
+            post(
+                "/api/tokens/",
+                statuses(400, 400, 400, 400, 400, 401),
+                note="everybody may create a token for themselves",
+            ),
+        )
+    ),
+    "api:apitoken-detail": Route(
+        (
+            get(
+                lambda w: f"/api/tokens/{w.foreign_token.pk}/",
+                statuses(200, 404, 404, 404, 404, 401),
+                note="another user's token is invisible except to admins, who revoke them",
+            ),
+        )
+    ),
+}
