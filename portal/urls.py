@@ -3,7 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from portal import views
+from portal import tenant_views, views
 
 urlpatterns = [
     path("", views.DashboardView.as_view(), name="dashboard"),
@@ -14,6 +14,17 @@ urlpatterns = [
     path("actions/<int:pk>/cancel/", views.ActionCancelView.as_view(), name="action-cancel"),
     path("audit/", views.AuditListView.as_view(), name="audit-list"),
     path("tenants/", views.TenantListView.as_view(), name="tenant-list"),
+    path("tenants/<slug:slug>/", tenant_views.TenantDetailView.as_view(), name="tenant-detail"),
+    path(
+        "tenants/<slug:slug>/allocations.csv",
+        tenant_views.TenantAllocationsCsvView.as_view(),
+        name="tenant-allocations-csv",
+    ),
+    path(
+        "tenants/<slug:slug>/allocations/<int:pk>/end/",
+        tenant_views.AllocationEndView.as_view(),
+        name="allocation-end",
+    ),
     path("inventory/", include("inventory.urls")),
     path("jobs/", include("jobs.urls")),
     path("fabric/", include("fabric.urls")),

@@ -75,6 +75,36 @@ MATRIX: dict[str, Route] = {
     ),
     "audit-list": Route((get("/audit/", PAGE_OPERATORS),)),
     "tenant-list": Route((get("/tenants/", PAGE_ALL),)),
+    "tenant-detail": Route(
+        (
+            get(lambda w: f"/tenants/{w.own_tenant.slug}/", PAGE_ALL),
+            get(
+                lambda w: f"/tenants/{w.other_tenant.slug}/", statuses(200, 200, 200, 200, 404, 302)
+            ),
+            post(
+                lambda w: f"/tenants/{w.own_tenant.slug}/",
+                statuses(400, 400, 403, 403, 403, 302),
+                note="allocating nodes: operators only; an empty form is a 400",
+            ),
+        )
+    ),
+    "tenant-allocations-csv": Route(
+        (
+            get(lambda w: f"/tenants/{w.own_tenant.slug}/allocations.csv", PAGE_ALL),
+            get(
+                lambda w: f"/tenants/{w.other_tenant.slug}/allocations.csv",
+                statuses(200, 200, 200, 200, 404, 302),
+            ),
+        )
+    ),
+    "allocation-end": Route(
+        (
+            post(
+                lambda w: f"/tenants/{w.own_tenant.slug}/allocations/{w.allocation.pk}/end/",
+                statuses(302, 302, 403, 403, 403, 302),
+            ),
+        )
+    ),
     # --- operations and docs ------------------------------------------------------------------
     "healthz": Route((get("/healthz", PUBLIC),)),
     "readyz": Route(

@@ -13,8 +13,11 @@ import pytest
 from django.db import transaction
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
+from django.utils import timezone
 from rest_framework.test import APIClient
 
+from inventory.allocations import allocation_create
+from inventory.models import LifecycleStatus, Node, Pod
 from portal.actions.canary import CANARY_KIND
 from portal.models import AuditEntry, Role
 from portal.services.accounts import api_token_create
@@ -59,11 +62,16 @@ def world(make_user, tenant_a, tenant_b):
     outsider = make_user(Role.VIEWER, username="outsider")
     token, _ = api_token_create(user=outsider, name="not yours")
     action, _ = enqueue_action(kind=CANARY_KIND, target="matrix", reason="probe")
+    pod = Pod.objects.create(name="matrix-pod")
+    node = Node.objects.create(hostname="matrix001", pod=pod, status=LifecycleStatus.ACTIVE)
+    allocation = allocation_create(tenant=tenant_a, nodes=[node], start=timezone.now())
     return SimpleNamespace(
         users=users,
         own_tenant=tenant_a,
         other_tenant=tenant_b,
         action=action,
+        allocation=allocation,
+        node=node,
         audit_entry=AuditEntry.objects.order_by("-pk").first(),
         foreign_token=token,
     )

@@ -35,8 +35,14 @@ def browser_for(make_user, role, tenant=None):
 
 @pytest.mark.parametrize(
     ("slurm_state", "expected"),
-    [("idle", "idle"), ("draining", "draining"), ("not_responding", "down"), ("", "unknown"),
-     ("future", "unknown"), ("completing", "allocated")],
+    [
+        ("idle", "idle"),
+        ("draining", "draining"),
+        ("not_responding", "down"),
+        ("", "unknown"),
+        ("future", "unknown"),
+        ("completing", "allocated"),
+    ],
 )
 def test_grid_state_maps_slurm_words(slurm_state, expected):
     assert grid_state(slurm_state) == expected

@@ -1,0 +1,160 @@
+"""Tenant pages (issue 8): a tenant's allocations and their nodes' states; operators allocate
+nodes and end allocations here, tenant admins read their own tenant and export it as CSV."""
+
+from __future__ import annotations
+
+import csv
+from collections import Counter
+
+from django import forms
+from django.contrib import messages
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect
+from django.views import View
+from django.views.generic import TemplateView
+
+from inventory.allocations import allocation_create, allocation_end
+from inventory.hostlist import compress_hostlist
+from inventory.models import Pod, Rack
+from inventory.selectors import allocation_list
+from portal import selectors
+from portal.dashboard import GRID_STATES, grid_state
+from portal.errors import ServiceError
+from portal.models.accounts import Role
+from portal.views import RoleRequiredMixin
+
+ALLOCATORS = frozenset({Role.ADMIN, Role.OPERATOR})
+
+
+class AllocationForm(forms.Form):
+    hostlist = forms.CharField(required=False, help_text="e.g. gpu[001-016]")
+    pod = forms.ModelChoiceField(Pod.objects.all(), required=False, empty_label="(no pod)")
+    rack = forms.ModelChoiceField(Rack.objects.all(), required=False, empty_label="(no rack)")
+    start = forms.DateTimeField(widget=forms.DateTimeInput(attrs={"type": "datetime-local"}))
+    end = forms.DateTimeField(
+        required=False,
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}),
+        help_text="empty: open-ended",
+    )
+    purpose = forms.CharField(required=False, max_length=200)
+
+
+def tenant_for(user, slug: str):
+    """The tenant if `user` may see it; 404 otherwise (never reveal another tenant exists)."""
+    tenant = selectors.tenant_list(user=user).filter(slug=slug).first()
+    if tenant is None:
+        raise Http404("No such tenant.")
+    return tenant
+
+
+def allocation_rows(user, tenant) -> list[dict]:
+    rows = []
+    for allocation in allocation_list(user=user).filter(tenant=tenant):
+        nodes = sorted(allocation.nodes.all(), key=lambda node: node.hostname)
+        states = Counter(grid_state(node.slurm_state) for node in nodes)
+        rows.append(
+            {
+                "allocation": allocation,
+                "hostlist": compress_hostlist([node.hostname for node in nodes]),
+                "node_count": len(nodes),
+                "states": [
+                    (state, GRID_STATES[state], states[state])
+                    for state in GRID_STATES
+                    if states[state]
+                ],
+            }
+        )
+    return rows
+
+
+class TenantDetailView(RoleRequiredMixin, TemplateView):
+    template_name = "portal/tenant_detail.html"
+    allowed_roles = frozenset(Role)
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        user = self.request.user
+        tenant = tenant_for(user, kwargs["slug"])
+        context.update(
+            tenant=tenant,
+            allocations=allocation_rows(user, tenant),
+            can_allocate=user.role in ALLOCATORS,
+            form=kwargs.get("form") or AllocationForm(),
+        )
+        return context
+
+    def post(self, request, slug):
+        if request.user.role not in ALLOCATORS:
+            return HttpResponse("Your role does not allow this.", status=403)
+        tenant = tenant_for(request.user, slug)
+        form = AllocationForm(request.POST)
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                allocation = allocation_create(
+                    tenant=tenant,
+                    start=data["start"],
+                    end=data["end"],
+                    hostlist=data["hostlist"] or None,
+                    pod=data["pod"],
+                    rack=data["rack"],
+                    purpose=data["purpose"],
+                    created_by=request.user,
+                    via="ui",
+                )
+            except ServiceError as error:
+                problems = (
+                    error.detail if isinstance(error.detail, dict) else {None: [error.detail]}
+                )
+                for field, messages_ in problems.items():
+                    for message in messages_:
+                        form.add_error(field if field in form.fields else None, message)
+            else:
+                messages.success(
+                    request,
+                    f"Allocation #{allocation.pk} created; its Slurm reservation is queued.",
+                )
+                return redirect("tenant-detail", slug=slug)
+        context = self.get_context_data(slug=slug, form=form)
+        return self.render_to_response(context, status=400)
+
+
+class AllocationEndView(RoleRequiredMixin, View):
+    allowed_roles = ALLOCATORS
+
+    def post(self, request, slug, pk):
+        tenant = tenant_for(request.user, slug)
+        allocation = allocation_list(user=request.user).filter(tenant=tenant, pk=pk).first()
+        if allocation is None:
+            raise Http404("No such allocation.")
+        try:
+            allocation_end(allocation=allocation, ended_by=request.user, via="ui")
+            messages.success(request, f"Allocation #{pk} ended; its reservation will be removed.")
+        except ServiceError as error:
+            messages.error(request, str(error.detail))
+        return redirect("tenant-detail", slug=slug)
+
+
+class TenantAllocationsCsvView(RoleRequiredMixin, View):
+    allowed_roles = frozenset(Role)
+
+    def get(self, request, slug):
+        tenant = tenant_for(request.user, slug)
+        response = HttpResponse(content_type="text/csv")
+        response["Content-Disposition"] = f'attachment; filename="{tenant.slug}-allocations.csv"'
+        writer = csv.writer(response)
+        writer.writerow(["allocation", "tenant", "nodes", "node_count", "start", "end", "purpose"])
+        for row in allocation_rows(request.user, tenant):
+            allocation = row["allocation"]
+            writer.writerow(
+                [
+                    allocation.pk,
+                    tenant.slug,
+                    row["hostlist"],
+                    row["node_count"],
+                    allocation.start.isoformat(),
+                    allocation.end.isoformat() if allocation.end else "",
+                    allocation.purpose,
+                ]
+            )
+        return response
