@@ -130,8 +130,21 @@ if REDIS_URL:
     }
     CHANNEL_LAYERS = {
         "default": {
+            # Each web process is one member of a group however many websockets it serves
+            # (portal/realtime/fanout.py), so a group message costs one Redis delivery per
+            # process, not per browser.
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1500, "expiry": 30},
+            "CONFIG": {
+                # redis-py 8 caps a pool at 100 connections and raises instead of waiting.
+                "hosts": [
+                    {
+                        "address": REDIS_URL,
+                        "max_connections": env_int(ENV, "CHANNEL_REDIS_MAX_CONNECTIONS", 2000),
+                    }
+                ],
+                "capacity": 1500,
+                "expiry": 30,
+            },
         }
     }
 else:

@@ -18,7 +18,7 @@ from portal.realtime.access import is_valid_group_name
 
 logger = logging.getLogger(__name__)
 
-# Channels dispatches a message of type "portal.event" to the consumer's portal_event().
+# Each web process receives it once (portal/realtime/fanout.py) and hands it to its consumers.
 CONSUMER_MESSAGE_TYPE = "portal.event"
 
 

@@ -82,9 +82,12 @@
     else if (msg.type === "subscribed") {
       if (msg.denied && msg.denied.length) console.warn("live: not allowed to follow", msg.denied);
       if (resyncPending) { resyncPending = false; resync(); }
-    } else if (msg.type === "event") {
-      const detail = { group: msg.group, event: msg.event, payload: msg.payload || {} };
-      if (buffered) buffered.push(detail); else dispatch(detail);
+    } else if (msg.type === "event" || msg.type === "events") {
+      // "events" carries several events that arrived close together, in order.
+      (msg.type === "events" ? msg.events : [msg]).forEach((e) => {
+        const detail = { group: e.group, event: e.event, payload: e.payload || {} };
+        if (buffered) buffered.push(detail); else dispatch(detail);
+      });
     } else if (msg.type === "error") console.warn("live: server says", msg.detail);
   }
 

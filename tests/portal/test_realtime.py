@@ -26,6 +26,18 @@ async def listen(group: str) -> str:
     return channel
 
 
+async def next_event(communicator) -> dict:
+    """The next event from a connection, unpacking frames that carry several events."""
+    pending = communicator.__dict__.setdefault("pending_events", [])
+    while not pending:
+        frame = await communicator.receive_json_from(timeout=5)
+        if frame["type"] == "events":
+            pending.extend({"type": "event", **event} for event in frame["events"])
+        else:
+            pending.append(frame)
+    return pending.pop(0)
+
+
 async def receive_within(channel: str, timeout: float):
     return await asyncio.wait_for(get_channel_layer().receive(channel), timeout)
 
@@ -172,7 +184,7 @@ async def test_subscriptions_are_checked_per_group_and_events_arrive(make_user):
         "denied": ["no-such-group", "BAD NAME"],
     }
     await sync_to_async(publish)("actions", "action.updated", {"id": 7, "status": "running"})
-    event = await communicator.receive_json_from(timeout=5)
+    event = await next_event(communicator)
     assert event == {
         "type": "event",
         "group": "actions",
@@ -220,12 +232,13 @@ async def test_tenant_private_events_reach_only_that_tenant_and_staff(
     await sync_to_async(publish)("cluster", "summary", {"idle": 99})  # public to all
 
     for name in ("own", "operator"):
-        first = await clients[name].receive_json_from(timeout=5)
+        first = await next_event(clients[name])
         assert first["payload"] == {"node": "gpu001"}, name
     for name, communicator in clients.items():
-        public = await communicator.receive_json_from(timeout=5)
+        public = await next_event(communicator)
         assert public["event"] == "summary", name  # the others skipped the private event
-        assert await communicator.receive_nothing(timeout=0.2)
+        assert not communicator.__dict__.get("pending_events")
+        assert await communicator.receive_nothing(timeout=0.3)
         await communicator.disconnect()
 
 
@@ -254,3 +267,45 @@ async def test_apps_register_their_own_group_checks(make_user):
     reply = await subscribe(communicator, ["testroom.open", "testroom.secret"])
     assert reply["groups"] == ["testroom.open"] and reply["denied"] == ["testroom.secret"]
     await communicator.disconnect()
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_events_close_together_share_a_frame_in_order(make_user):
+    operator = await sync_to_async(make_user)(Role.OPERATOR)
+    communicator, connected = await connect(await sync_to_async(token_headers)(operator))
+    assert connected
+    await communicator.receive_json_from(timeout=5)  # hello
+    await subscribe(communicator, ["cluster"])
+    for number in range(5):
+        await sync_to_async(publish)("cluster", "node.state", {"n": number})
+    frames = []
+    while sum(len(frame.get("events", [frame])) for frame in frames) < 5:
+        frames.append(await communicator.receive_json_from(timeout=5))
+    events = [event for frame in frames for event in frame.get("events", [frame])]
+    assert [event["payload"]["n"] for event in events] == [0, 1, 2, 3, 4]
+    assert len(frames) < 5  # batched: fewer frames than events
+    await communicator.disconnect()
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_one_process_subscription_serves_many_connections(make_user):
+    from portal.realtime.fanout import local_fanout
+
+    operator = await sync_to_async(make_user)(Role.OPERATOR)
+    headers = await sync_to_async(token_headers)(operator)
+    clients = []
+    for _ in range(3):
+        communicator, connected = await connect(headers)
+        assert connected
+        await communicator.receive_json_from(timeout=5)
+        await subscribe(communicator, ["cluster"])
+        clients.append(communicator)
+    assert len(local_fanout().followers["cluster"]) == 3
+    await sync_to_async(publish)("cluster", "node.state", {"hostname": "gpu001"})
+    for communicator in clients:
+        assert (await next_event(communicator))["payload"] == {"hostname": "gpu001"}
+    for communicator in clients:
+        await communicator.disconnect()
+    assert "cluster" not in local_fanout().followers
