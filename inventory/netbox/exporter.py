@@ -4,10 +4,11 @@ and cables, looked up before anything is created so a second export writes nothi
 The whole export is planned from reads first. NetBox has no transaction spanning requests, so
 every problem we can foresee (no site to put a new device in, a role or device type missing in
 NetBox, an interface already cabled elsewhere) stops the export before its first write. What
-the export owns in NetBox: device name, serial, status, role and type; interface type, speed,
-management-only flag, label and description, LAG membership of a bond's members; cable
-terminations, medium, status, label and length. MAC addresses (separate objects since NetBox
-4.2) and custom fields are not written.
+the export owns in NetBox: device name, serial, status, role and type, location (our pod) and
+rack where NetBox has them; interface type, speed, management-only flag, label and description,
+LAG membership of a bond's members; cable terminations, medium, status, label and length. MAC
+addresses (separate objects since NetBox 4.2), management IP addresses, platforms and custom
+fields are not written, and nothing in NetBox is ever deleted.
 
 A bond (`mlx5_bond_0`) becomes a LAG interface with its members (`mlx5_9`, `mlx5_10`) as
 physical interfaces; NetBox cannot cable a LAG, so the bond's cable lands on its first member.
@@ -21,7 +22,7 @@ from typing import Any
 
 from inventory.models import NIC, Cable, CableStatus, Node, Switch, SwitchPort
 from inventory.netbox import mapping
-from inventory.netbox.client import NetboxClient
+from inventory.netbox.client import NetboxClient, NetboxError
 from inventory.netbox.importer import CREATE, UPDATE, Change
 from inventory.netbox.mapping import NODE
 
@@ -85,20 +86,33 @@ def netbox_export(
 
 
 def _send(client: NetboxClient, writes: list[_Write]) -> None:
+    """Send the writes in order (devices, interfaces, cables). NetBox has no transaction across
+    requests: when it rejects one, the ones before it stay, and the error says how far it got;
+    a re-run plans again from what is there and sends only the rest."""
     created: dict[tuple[str, Any], int] = {}
-    for write in writes:
-        body = dict(write.body)
-        for name, ref in write.refs.items():
-            if name.endswith("_terminations"):
-                body[name] = [{"object_type": "dcim.interface", "object_id": created[ref]}]
-            else:
-                body[name] = created[ref]
-        if write.object_id is None:
-            response = client.create(write.endpoint, body)
-            if write.creates is not None:
-                created[write.creates] = response["id"]
+    for done, write in enumerate(writes):
+        try:
+            _send_one(client, write, created)
+        except NetboxError as exc:
+            raise NetboxError(
+                f"{exc} (while sending {write.change.line()!r}; {done} of {len(writes)} writes "
+                "were sent before it, re-run the export to send the rest)"
+            ) from exc
+
+
+def _send_one(client: NetboxClient, write: _Write, created: dict[tuple[str, Any], int]) -> None:
+    body = dict(write.body)
+    for name, ref in write.refs.items():
+        if name.endswith("_terminations"):
+            body[name] = [{"object_type": "dcim.interface", "object_id": created[ref]}]
         else:
-            client.update(write.endpoint, write.object_id, body)
+            body[name] = created[ref]
+    if write.object_id is None:
+        response = client.create(write.endpoint, body)
+        if write.creates is not None:
+            created[write.creates] = response["id"]
+    else:
+        client.update(write.endpoint, write.object_id, body)
 
 
 class _Planner:
@@ -145,6 +159,7 @@ class _Planner:
                 site = self.client.one("dcim.sites", slug=self.site_slug)
                 if site is None:
                     self.problems.append(f"NetBox has no site with slug {self.site_slug!r}")
+        places = self._places(ours)
         for obj, kind in ours:
             slug = self.role_slug.get(kind)
             role = roles.get(slug) if slug else None
@@ -165,12 +180,14 @@ class _Planner:
                         f"{obj.hostname}: NetBox has no {' and no '.join(missing)}"
                     )
                     continue
+                site_id = site["id"] if site else None
                 body = {
                     "name": obj.hostname,
                     "role": role["id"],
                     "device_type": device_type["id"],
-                    "site": site["id"] if site else None,
+                    "site": site_id,
                     **body,
+                    **self._placement(obj, site_id, places),
                 }
                 self.writes.append(
                     _Write(
@@ -187,6 +204,10 @@ class _Planner:
                 "serial": found.get("serial") or "",
                 "status": mapping.choice_value(found.get("status")),
             }
+            placement = self._placement(obj, (found.get("site") or {}).get("id"), places)
+            for key, place_id in placement.items():
+                current[key] = (found.get(key) or {}).get("id")
+                body[key] = place_id
             if role is not None and (found.get("role") or {}).get("id") != role["id"]:
                 current["role"] = (found.get("role") or {}).get("slug")
                 body["role"] = role["id"]
@@ -198,6 +219,34 @@ class _Planner:
                 body["device_type"] = device_type["id"]
             self._patch(DEVICES, found["id"], "device", obj.hostname, current, body)
         return existing
+
+    def _places(self, ours: list[tuple[Node | Switch, str]]) -> dict[tuple[str, str, int], int]:
+        """NetBox locations named like our pods and racks named like ours:
+        (kind, name, site id) -> id."""
+        pods = sorted({obj.pod.name for obj, _ in ours if obj.pod})
+        racks = sorted({obj.rack.name for obj, _ in ours if obj.rack})
+        places: dict[tuple[str, str, int], int] = {}
+        for kind, endpoint, names in (
+            ("location", "dcim.locations", pods),
+            ("rack", "dcim.racks", racks),
+        ):
+            if names:
+                for place in self.client.all(endpoint, name=names):
+                    places[(kind, place["name"], (place.get("site") or {}).get("id"))] = place["id"]
+        return places
+
+    @staticmethod
+    def _placement(
+        obj: Node | Switch, site_id: int | None, places: dict[tuple[str, str, int], int]
+    ) -> dict[str, int]:
+        """Our pod as the NetBox location and our rack as the rack, where NetBox has them in the
+        device's site (a location or rack NetBox lacks is not created)."""
+        placement = {}
+        if obj.pod and ("location", obj.pod.name, site_id) in places:
+            placement["location"] = places[("location", obj.pod.name, site_id)]
+        if obj.rack and ("rack", obj.rack.name, site_id) in places:
+            placement["rack"] = places[("rack", obj.rack.name, site_id)]
+        return placement
 
     @staticmethod
     def _device_type(model: str, device_types: list[dict]) -> dict | None:

@@ -1,16 +1,18 @@
 """Import from NetBox: devices, interfaces and cables onto nodes, NICs, switches, ports, cables.
 
-Three steps. `plan_import` translates a `NetboxSnapshot` (mapping.py) and compares it with the
-database, collecting every problem (each naming the NetBox object) instead of stopping at the
-first. If there is any, nothing is written. Otherwise `apply_import` writes the plan in one
-transaction, one audit entry per row (`via="netbox"`); a database constraint that still trips
-(a MAC already on another node) rolls everything back and is reported. A dry run writes the
-plan too, to catch such clashes, and rolls back.
+NetBox is read first (client.py). Then, in one transaction, `plan_import` translates what was
+read (mapping.py) and compares it with the database, collecting every problem (each naming the
+NetBox object) instead of stopping at the first; if there is any, nothing is written. Otherwise
+the plan is written, one audit entry per row (`via="netbox"`); a database constraint that still
+trips (a MAC already on another node) rolls everything back and is reported. A dry run writes
+the plan too, to catch such clashes, and rolls back.
 
 What the import owns: hardware facts NetBox holds (serials, models, pods, racks, roles, rails,
 MACs, speeds, labels, cable media and lengths). A value NetBox leaves blank never erases ours.
 Operational state is set only when a row is created: lifecycle status of nodes and switches,
-cable status. Rows NetBox does not have are listed as delete candidates and left alone.
+cable status. Rows NetBox does not have are listed as delete candidates and left alone (devices
+only when the whole NetBox was read, not one --site); NetBox cables being decommissioned are
+skipped.
 Rows are matched by hostname (then serial) for devices, by name within their device for NICs and
 ports, and by their two ends for cables, so a second import of the same NetBox changes nothing.
 """
@@ -21,13 +23,24 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 
-from inventory.models import NIC, Cable, CableStatus, Node, Pod, Rack, Switch, SwitchPort
+from inventory.models import (
+    NIC,
+    Cable,
+    CableStatus,
+    LifecycleStatus,
+    Node,
+    Pod,
+    Rack,
+    Switch,
+    SwitchPort,
+)
 from inventory.netbox import mapping
 from inventory.netbox.client import NetboxClient, NetboxSnapshot
 from inventory.netbox.mapping import NODE, MappingError
+from inventory.topology.importer import IMPORT_LOCK_KEY
 from portal.services.audit import record_change, snapshot
 
 VIA = "netbox"
@@ -127,11 +140,41 @@ def netbox_import(
     client = NetboxClient(url, token)
     version = client.check()
     netbox = client.snapshot(role_slugs=role_map.keys(), site=site)
-    plan = plan_import(netbox, role_map=role_map, whole_inventory=site is None)
-    if plan.problems:
-        raise NetboxImportError(plan.problems)
-    apply_import(plan, dry_run=dry_run, actor=actor)
+    plan = import_snapshot(
+        netbox, role_map=role_map, whole_inventory=site is None, dry_run=dry_run, actor=actor
+    )
     return ImportResult(plan=plan, dry_run=dry_run, netbox_version=version)
+
+
+def import_snapshot(
+    netbox: NetboxSnapshot,
+    *,
+    role_map: dict[str, str],
+    whole_inventory: bool = True,
+    dry_run: bool = False,
+    actor=None,
+) -> ImportPlan:
+    """Plan and write what was read from NetBox, in one transaction (rolled back for a dry run).
+
+    Planning happens inside the transaction, under the lock every inventory import takes, so
+    the rows compared are the rows written. Raises NetboxImportError listing every problem, or
+    the database constraint that tripped while writing; then nothing is written.
+    """
+    try:
+        with transaction.atomic():
+            if connection.vendor == "postgresql":
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT pg_advisory_xact_lock(%s)", [IMPORT_LOCK_KEY])
+            plan = plan_import(netbox, role_map=role_map, whole_inventory=whole_inventory)
+            if plan.problems:
+                raise NetboxImportError(plan.problems)
+            _Writer(plan, actor).run()
+            if dry_run:
+                # Written and rolled back: a clash only the database sees shows in a dry run too.
+                transaction.set_rollback(True)
+    except IntegrityError as exc:
+        raise NetboxImportError([f"database: {exc}".strip()]) from exc
+    return plan
 
 
 def _device_source(device: dict) -> str:
@@ -196,6 +239,7 @@ class _Planner:
         switches_by_serial = {s.serial: s for s in switches.values() if s.serial}
         rows: dict[int, _Row] = {}
         seen: dict[str, str] = {}
+        claimed: dict[str, dict[int, str]] = {}  # our row pk -> the NetBox device matching it
         for device in self.netbox.devices:
             source = _device_source(device)
             kind = mapping.device_kind(device, self.role_map)
@@ -231,6 +275,14 @@ class _Planner:
                 existing = switches.get(hostname) or switches_by_serial.get(
                     values["serial"] or None
                 )
+            if existing is not None and existing.pk in claimed.get(model, {}):
+                self.problems.append(
+                    f"{source}: matches our {model} {existing.hostname!r} by serial, which "
+                    f"{claimed[model][existing.pk]} matches too"
+                )
+                continue
+            if existing is not None:
+                claimed.setdefault(model, {})[existing.pk] = source
             row = _Row(model, hostname, {"hostname": hostname, **values}, source, existing)
             row.on_create = {"status": status}
             rows[device["id"]] = row
@@ -245,7 +297,7 @@ class _Planner:
             matched = {id(row.existing) for row in rows.values() if row.existing is not None}
             for label, table in (("node", nodes), ("switch", switches)):
                 for hostname, obj in sorted(table.items()):
-                    if id(obj) not in matched and obj.status != "decommissioned":
+                    if id(obj) not in matched and obj.status != LifecycleStatus.DECOMMISSIONED:
                         self.result.changes.append(
                             Change(DELETE_CANDIDATE, label, hostname, "not in NetBox")
                         )
@@ -504,18 +556,6 @@ class _Planner:
         for name in sorted(set(racks) - known_racks):
             self.result.racks[name] = racks[name]
             self.result.changes.insert(0, Change(CREATE, "rack", name, "a NetBox rack"))
-
-
-def apply_import(plan: ImportPlan, *, dry_run: bool = False, actor=None) -> None:
-    """Write the plan in one transaction (rolled back for a dry run). A constraint the plan
-    could not foresee raises NetboxImportError and leaves the database as it was."""
-    try:
-        with transaction.atomic():
-            _Writer(plan, actor).run()
-            if dry_run:
-                transaction.set_rollback(True)
-    except IntegrityError as exc:
-        raise NetboxImportError([f"database: {exc}".strip()]) from exc
 
 
 class _Writer:

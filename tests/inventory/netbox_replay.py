@@ -25,6 +25,15 @@ RECORDED_HOST = "http://netbox.test"
 TOKEN = "0123456789abcdef0123456789abcdef01234567"
 PAGINATE_COUNT = 50  # NetBox's default page size
 STATUS_LABELS = {"decommissioning": "Decommissioning"}
+RELATED = {  # writable foreign keys: body field -> the endpoint its id points into
+    "role": "dcim/device-roles",
+    "device_type": "dcim/device-types",
+    "site": "dcim/sites",
+    "location": "dcim/locations",
+    "rack": "dcim/racks",
+    "device": "dcim/devices",
+    "lag": "dcim/interfaces",
+}
 LENGTH_UNITS = {"m": "Meters", "cm": "Centimeters", "km": "Kilometers", "ft": "Feet"}
 
 
@@ -37,6 +46,8 @@ class NetboxReplay:
         self.objects: dict[str, list[dict[str, Any]]] = {}
         self.requests: list[tuple[str, str]] = []
         self.writes: list[tuple[str, str, Any]] = []  # (method, path, body)
+        # endpoint -> the validation error NetBox answers a POST there with (400).
+        self.reject_posts: dict[str, dict[str, Any]] = {}
         self.lock = threading.Lock()
         for dataset in datasets:
             self.load(dataset)
@@ -137,14 +148,8 @@ class NetboxReplay:
     def apply(self, endpoint: str, obj: dict, body: dict) -> None:
         """Set fields as NetBox stores them: ids become nested objects, choices value/label."""
         for key, value in body.items():
-            if key in ("role", "device_type", "site", "device", "lag"):
-                target = {
-                    "role": "dcim/device-roles",
-                    "device_type": "dcim/device-types",
-                    "site": "dcim/sites",
-                    "device": "dcim/devices",
-                    "lag": "dcim/interfaces",
-                }[key]
+            if key in RELATED:
+                target = RELATED[key]
                 obj[key] = self.brief(target, value)
             elif key == "status":
                 obj[key] = {"value": value, "label": STATUS_LABELS.get(value, value.title())}
@@ -297,8 +302,11 @@ def _handler_for(replay: NetboxReplay):
                 replay.requests.append(("POST", self.path))
                 if not self._authorized():
                     return
-                replay.writes.append(("POST", self.path, body))
                 endpoint, _, _ = self._route()
+                if endpoint in replay.reject_posts:
+                    self._send(400, replay.reject_posts[endpoint])
+                    return
+                replay.writes.append(("POST", self.path, body))
                 self._send(201, replay.create(endpoint, body))
 
         def do_PATCH(self):

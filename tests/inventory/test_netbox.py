@@ -349,6 +349,8 @@ def test_export_creates_what_is_missing_and_updates_what_differs(empty_inventory
         "site": 1,
         "serial": "S821GE00002",
         "status": "active",
+        "location": 1,  # pod p1
+        "rack": 1,  # p1-rack01
     }
     new_device_id = replay.find("dcim/devices", name="gpu002")["id"]
     interfaces = {body["name"]: body for body in replay.posts("dcim/interfaces")}
@@ -385,18 +387,9 @@ def test_export_creates_what_is_missing_and_updates_what_differs(empty_inventory
         "smf-os2", "connected", "m",
     )  # fmt: skip
 
-    assert sorted(
-        (path.split("/")[3], object_id, body)
-        for (object_id, body), path in zip(
-            replay.patches("dcim/"),
-            [path for method, path, _ in replay.writes if method == "PATCH"],
-            strict=True,
-        )
-    ) == [
-        ("cables", 505, {"length": 30.0}),
-        ("devices", 101, {"serial": "S821GE00001"}),
-        ("interfaces", 2003, {"label": "Eth1/33(Port33)"}),
-    ]
+    assert replay.patches("dcim/devices") == [(101, {"serial": "S821GE00001"})]
+    assert replay.patches("dcim/interfaces") == [(2003, {"label": "Eth1/33(Port33)"})]
+    assert replay.patches("dcim/cables") == [(505, {"length": 30.0})]
     assert "+ create device gpu002 (our node)" in out
     assert "~ update device gpu001: serial 'STALE' -> 'S821GE00001'" in out
 
@@ -405,6 +398,31 @@ def test_export_creates_what_is_missing_and_updates_what_differs(empty_inventory
     result = netbox_export(url=replay.url, token=TOKEN, site="sakuraone")
     assert result.writes == []
     assert replay.writes == []
+
+
+def test_export_to_an_empty_netbox_then_import_back_changes_nothing(empty_inventory, replay):
+    netbox_import(url=replay.url, token=TOKEN)
+    empty = NetboxReplay("small_fabric", max_page_size=10)
+    for endpoint in ("dcim/devices", "dcim/interfaces", "dcim/cables"):
+        empty.objects[endpoint] = []  # sites, roles, device types, locations and racks stay
+    empty.start()
+    try:
+        result = netbox_export(url=empty.url, token=TOKEN, site="sakuraone")
+        assert {(c.model, c.action) for c in result.changes} == {
+            ("device", "create"),
+            ("interface", "create"),
+            ("cable", "create"),
+        }
+        assert len(empty.objects["dcim/devices"]) == 7
+        assert len(empty.objects["dcim/cables"]) == 10
+        audit_entries = AuditEntry.objects.count()
+
+        back = netbox_import(url=empty.url, token=TOKEN)
+    finally:
+        empty.stop()
+
+    assert back.plan.changes == []
+    assert AuditEntry.objects.count() == audit_entries
 
 
 def test_export_dry_run_and_missing_references_send_nothing(empty_inventory, replay):
@@ -445,6 +463,38 @@ def test_export_dry_run_and_missing_references_send_nothing(empty_inventory, rep
         )
     assert "gpu002: NetBox has no device type for model 'Supermicro SYS-999'" in err.getvalue()
     assert replay.writes == []
+
+
+def test_a_write_netbox_rejects_stops_the_export_and_a_rerun_sends_the_rest(
+    empty_inventory, replay
+):
+    netbox_import(url=replay.url, token=TOKEN)
+    netbox_without_gpu002(replay)
+    replay.writes.clear()
+    replay.reject_posts["dcim/cables"] = {
+        "a_terminations": ["Interface mlx5_0 already has a cable"]
+    }
+
+    with pytest.raises(NetboxError) as caught:
+        netbox_export(url=replay.url, token=TOKEN, site="sakuraone")
+
+    message = str(caught.value)
+    assert "NetBox answered HTTP 400 to POST" in message
+    assert "already has a cable" in message
+    assert "re-run the export to send the rest" in message
+    assert replay.posts("dcim/cables") == []
+    assert len(replay.posts("dcim/interfaces")) == 14
+
+    replay.reject_posts.clear()
+    replay.writes.clear()
+    result = netbox_export(url=replay.url, token=TOKEN, site="sakuraone")
+
+    # Devices and interfaces are in place; only cables are left (the uplink's length PATCH
+    # came after the rejected POST, so it is still due).
+    assert {change.model for change in result.changes} == {"cable"}
+    assert len(replay.posts("dcim/cables")) == 4
+    assert replay.patches("dcim/cables") == [(505, {"length": 30.0})]
+    assert len(replay.writes) == 5
 
 
 # --- errors from NetBox ---
