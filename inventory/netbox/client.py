@@ -76,8 +76,8 @@ class NetboxClient:
     def check(self) -> str:
         """The NetBox version; proves the URL is a NetBox and the token is accepted."""
         status = self._call(self.api.status)
-        # /api/status/ may be readable anonymously; a list read proves the token works.
-        self._call(lambda: list(self.api.dcim.sites.filter(limit=1, offset=0)))
+        # /api/status/ may be readable anonymously; a read of what we need proves the token.
+        self._call(lambda: list(self.api.dcim.devices.filter(limit=1, offset=0)))
         return str(status.get("netbox-version", "unknown"))
 
     def _list(self, endpoint, **filters) -> list[dict[str, Any]]:

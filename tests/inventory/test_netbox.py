@@ -305,7 +305,11 @@ def test_site_filter_and_role_map_are_sent_to_netbox(empty_inventory, replay):
         "--role", "storage-switch=storage",
     )  # fmt: skip
 
-    device_queries = [path for _, path in replay.requests if path.startswith("/api/dcim/devices/")]
+    device_queries = [
+        path
+        for _, path in replay.requests
+        if path.startswith("/api/dcim/devices/") and "role=" in path
+    ]
     assert "site=sakuraone" in device_queries[0]
     assert "role=gpu-node" in device_queries[0] and "role=storage-switch" in device_queries[0]
     assert inventory_counts() == SMALL_FABRIC
