@@ -642,8 +642,8 @@ class _Writer:
 
     def _component(self, row: _Row, new_instance):
         if row.existing is None:
-            if getattr(new_instance, "speed_gbps", 0) is None:
-                new_instance.speed_gbps = 400 if isinstance(new_instance, NIC) else 800
+            if new_instance.speed_gbps is None:  # NetBox gave no speed (a LAG): the default
+                new_instance.speed_gbps = type(new_instance)._meta.get_field("speed_gbps").default
             self._create(new_instance)
             return new_instance
         self._update(row.existing, row)

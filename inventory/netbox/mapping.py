@@ -439,13 +439,6 @@ def cable_fields(cable: dict, *, to_nic: bool) -> dict[str, Any]:
 # --- export: our rows -> NetBox request bodies (ids of NetBox objects given by the caller) ---
 
 
-def netbox_model_name(model: str, manufacturer: str) -> str:
-    """The NetBox device type model for our model string (manufacturer prefix removed)."""
-    if manufacturer and model.startswith(f"{manufacturer} "):
-        return model[len(manufacturer) + 1 :]
-    return model
-
-
 def interface_type_for_speed(speed_gbps: int, *, lag: bool = False) -> str:
     if lag:
         return "lag"
