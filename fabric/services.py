@@ -76,6 +76,10 @@ def request_leaf_maintenance(
     waits for it to succeed before touching the switch. `report_only` queues an Action that
     only reports the blast radius (nodes, rails, cables and the ports' current state).
     """
+    if not (reason or "").strip():
+        # Checked before the drain is queued, whose own reason would not be empty.
+        message = "A reason is required: it is recorded and shown to others."
+        raise InvalidInput({"reason": [message]})
     if switch.role not in MAINTENANCE_ROLES:
         raise InvalidInput({"switch": [
             f"Leaf maintenance applies to leaf and storage switches; {switch.hostname} is a "

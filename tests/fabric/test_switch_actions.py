@@ -230,3 +230,85 @@ def test_unknown_switch_is_404(operator_api, inventory):
     response = operator_api.post("/api/fabric/switches/999999/save/", {"reason": "x"},
                                  format="json")
     assert response.status_code == 404
+
+
+# -- confirmation pages --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def operator_browser(client, make_user):
+    client.force_login(make_user(Role.OPERATOR))
+    return client
+
+
+def test_port_page_shows_the_nodes_and_rails_behind_the_selected_ports(operator_browser,
+                                                                       inventory):
+    from django.urls import reverse
+
+    url = reverse("fabric:port-admin", args=[inventory.leaf.pk])
+    page = operator_browser.get(url, {"ports": ["Ethernet4", "Ethernet8"]})
+    assert page.status_code == 200
+    radius = page.context["radius"]
+    assert radius.nodes == ("gpu002",) and radius.rails == (0,)
+    html = page.content.decode()
+    assert "gpu002" in html and "rail0-gpu002" in html
+    assert 'name="ports" value="Ethernet4"' in html  # carried into the confirm form
+
+    missing_reason = operator_browser.post(url, {"ports": ["Ethernet4"], "state": "down",
+                                                 "reason": ""})
+    assert missing_reason.status_code == 400
+    assert "A reason is required" in missing_reason.content.decode()
+    unknown = operator_browser.post(url, {"ports": ["Ethernet99"], "state": "down",
+                                          "reason": "x"})
+    assert unknown.status_code == 400
+    assert "Ethernet99 is not a port of leaf01." in unknown.content.decode()
+    assert not Action.objects.exists()
+
+    confirmed = operator_browser.post(url, {"ports": ["Ethernet4"], "state": "down",
+                                            "reason": "replace optic"})
+    action = Action.objects.get(kind=PORT_ADMIN_ACTION)
+    assert confirmed.status_code == 302
+    assert confirmed["Location"] == reverse("action-detail", args=[action.pk])
+    assert action.parameters["ports"] == ["Ethernet4"] and action.parameters["up"] is False
+
+
+def test_maintenance_page_defaults_to_report_only(operator_browser, inventory):
+    from django.urls import reverse
+
+    url = reverse("fabric:leaf-maintenance", args=[inventory.leaf.pk])
+    page = operator_browser.get(url)
+    assert page.status_code == 200
+    assert page.context["radius"].nodes == ("gpu001", "gpu002")
+    operator_browser.post(url, {"reason": "plan", "mode": "report"})
+    assert Action.objects.get().parameters["report_only"] is True
+    operator_browser.post(url, {"reason": "go", "mode": "drain"})
+    assert Action.objects.filter(kind="slurm.drain").count() == 1
+
+
+@pytest.mark.parametrize("name", ["fabric:switch-qos", "fabric:switch-save", "fabric:pod-qos"])
+def test_qos_and_save_pages_queue_their_action(operator_browser, inventory, name):
+    from django.urls import reverse
+
+    subject = inventory.pod if name == "fabric:pod-qos" else inventory.leaf
+    url = reverse(name, args=[subject.pk])
+    page = operator_browser.get(url)
+    assert page.status_code == 200
+    if name != "fabric:switch-save":
+        assert "36570285" in page.content.decode()  # the Table 15 values are shown
+    response = operator_browser.post(url, {"reason": "maintenance window"})
+    assert response.status_code == 302
+    assert Action.objects.get().kind == (
+        SAVE_CONFIG_ACTION if name == "fabric:switch-save" else APPLY_QOS_ACTION)
+
+
+@pytest.mark.parametrize("role", [Role.ONCALL, Role.VIEWER, Role.TENANT_ADMIN])
+def test_pages_refuse_roles_that_may_not_act(client, make_user, inventory, role):
+    from django.urls import reverse
+
+    client.force_login(make_user(role))
+    for name in ("fabric:port-admin", "fabric:leaf-maintenance", "fabric:switch-qos",
+                 "fabric:switch-save"):
+        url = reverse(name, args=[inventory.leaf.pk])
+        assert client.get(url).status_code == 403
+        assert client.post(url, {"reason": "x"}).status_code == 403
+    assert not Action.objects.exists()
