@@ -37,6 +37,8 @@ from portal.actions.registry import (
 )
 from portal.models import Action, ActionStatus
 
+QOS_LEASE_SECONDS_PER_SWITCH = 600.0
+
 
 @contextmanager
 def _talking_to(hostname: str) -> Iterator[None]:
@@ -131,9 +133,15 @@ def leaf_maintenance(action: Action) -> dict:
     }
 
 
+def _qos_lease_seconds(action: Action) -> float:
+    # Reprogramming PFC port by port takes minutes on a real switch; a pod holds eight or more.
+    return QOS_LEASE_SECONDS_PER_SWITCH * max(1, len(action.parameters.get("switches", [])))
+
+
 @register_action_handler(APPLY_QOS_ACTION,
                          description="Apply a RoCE QoS profile (ECN/WRED, PFC, buffers) to "
-                                     "switches.")
+                                     "switches.",
+                         lease_seconds=_qos_lease_seconds)
 def apply_qos(action: Action) -> dict:
     profile_values = dict(action.parameters["profile"])
     profile_values["pfc_priorities"] = tuple(profile_values["pfc_priorities"])

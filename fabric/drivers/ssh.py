@@ -62,6 +62,8 @@ Hash = dict[str, str]
 # Extra seconds the calling thread waits beyond the SSH timeouts before giving up on the loop.
 _CALL_SLACK_SECONDS = 5.0
 _PRIORITIES = range(8)
+# Writes per SSH round trip (see _run_chain).
+WRITE_BATCH_SIZE = 16
 _NATURAL = re.compile(r"(\d+)")
 
 
@@ -336,23 +338,29 @@ class SonicSshDriver(FabricDriver):
 
     def _run_lines(self, commands: Sequence[str]) -> list[str]:
         """Run single-line-output commands as one `;` list; their outputs, one line each."""
-        output = self.run_checked("; ".join(commands))
-        lines = output.split("\n")
+        line = "; ".join(commands)
+        result = self._run(line)
+        lines = (result.stdout or "").split("\n")
         if lines and lines[-1] == "":
             lines.pop()
         if len(lines) != len(commands):
-            raise SwitchCommandFailed(commands[0], 0, f"expected {len(commands)} lines of "
-                                                      f"output, got {len(lines)}")
+            # A read in the list failed (its stdout line is missing): show the switch's words.
+            raise SwitchCommandFailed(
+                commands[0], result.exit_status or -1,
+                (result.stderr or "") + f"expected {len(commands)} lines of output, got "
+                                        f"{len(lines)}",
+            )
         return lines
 
     def _run_chain(self, commands: Sequence[str], summary: str) -> None:
         """Run writes as one `&&` list, stopping at the first refusal."""
-        if not commands:
-            return
-        result = self._run(" && ".join(commands))
-        if result.exit_status != 0:
-            output = (result.stderr or "") + (result.stdout or "")
-            raise SwitchCommandFailed(summary, result.exit_status or -1, output)
+        # In batches: each sonic-utilities command costs about a second on a real switch, and
+        # every round trip must finish within the command timeout.
+        for start in range(0, len(commands), WRITE_BATCH_SIZE):
+            result = self._run(" && ".join(commands[start : start + WRITE_BATCH_SIZE]))
+            if result.exit_status != 0:
+                output = (result.stderr or "") + (result.stdout or "")
+                raise SwitchCommandFailed(summary, result.exit_status or -1, output)
 
     def _run(self, command: str) -> asyncssh.SSHCompletedProcess:
         timeout = self.connect_timeout + self.command_timeout + _CALL_SLACK_SECONDS

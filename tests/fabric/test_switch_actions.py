@@ -312,3 +312,16 @@ def test_pages_refuse_roles_that_may_not_act(client, make_user, inventory, role)
         assert client.get(url).status_code == 403
         assert client.post(url, {"reason": "x"}).status_code == 403
     assert not Action.objects.exists()
+
+
+def test_a_pod_wide_qos_action_holds_its_lease_longer_than_one_switch(operator_api, inventory):
+    from portal.actions.registry import get_action_handler
+
+    Switch.objects.create(hostname="leaf02", role=Switch.Role.LEAF, pod=inventory.pod, rail=1,
+                          management_address="10.254.1.2")
+    response = operator_api.post(f"/api/fabric/pods/{inventory.pod.pk}/qos/", {"reason": "r"},
+                                 format="json")
+    single = operator_api.post(switch_url(inventory.leaf, "qos"), {"reason": "r"}, format="json")
+    handler = get_action_handler(APPLY_QOS_ACTION)
+    pod_lease = handler.lease_for(Action.objects.get(pk=response.data["id"]))
+    assert pod_lease == 2 * handler.lease_for(Action.objects.get(pk=single.data["id"]))
