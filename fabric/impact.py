@@ -14,6 +14,7 @@ from inventory.selectors import NodeBehindPort, nodes_behind_switch
 class AffectedLink:
     port: str
     node: str
+    node_slurm_state: str  # as last synced from Slurm; blank until the jobs app syncs it
     nic: str
     rail: int | None
     cable_id: int
@@ -63,6 +64,7 @@ def _radius(switch: Switch, rows: list[NodeBehindPort], ports: Sequence[str] | N
             AffectedLink(
                 port=row.port.name,
                 node=row.node.hostname,
+                node_slurm_state=row.node.slurm_state,
                 nic=row.nic.device,
                 rail=row.rail,
                 cable_id=row.cable.pk,

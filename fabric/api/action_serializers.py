@@ -51,6 +51,7 @@ class BlastRadiusQuerySerializer(StrictSerializer):
 class AffectedLinkSerializer(serializers.Serializer):
     port = serializers.CharField()
     node = serializers.CharField()
+    node_slurm_state = serializers.CharField(help_text="As last synced from Slurm")
     nic = serializers.CharField()
     rail = serializers.IntegerField(allow_null=True)
     cable_id = serializers.IntegerField()

@@ -157,11 +157,13 @@ def test_only_admins_and_operators_act_on_switches(api_as, inventory, role, expe
 
 def test_blast_radius_lists_nodes_rails_and_cables(api_as, inventory):
     client = api_as(Role.VIEWER)
+    Node.objects.filter(hostname="gpu002").update(slurm_state="MIXED")
     response = client.get(switch_url(inventory.leaf, "blast-radius"), {"ports": "Ethernet4"})
     assert response.status_code == 200
     body = response.json()
     assert body["nodes"] == ["gpu002"] and body["rails"] == [0]
-    assert body["links"] == [{"port": "Ethernet4", "node": "gpu002", "nic": "mlx5_0", "rail": 0,
+    assert body["links"] == [{"port": "Ethernet4", "node": "gpu002", "node_slurm_state": "MIXED",
+                              "nic": "mlx5_0", "rail": 0,
                               "cable_id": body["links"][0]["cable_id"],
                               "cable_label": "rail0-gpu002"}]
     everything = client.get(switch_url(inventory.leaf, "blast-radius")).json()

@@ -95,6 +95,9 @@ def test_shutdown_then_startup_change_the_switch(worker, emulator, inventory, op
     assert action.result["ports"] == {"Ethernet8": {"admin": "down", "oper": "down"}}
     port = inventory.leaf.ports.get(name="Ethernet8")
     assert (port.admin_status, port.oper_status) == ("down", "down")
+    # The switch's login stays in the credentials store: nothing recorded carries it.
+    recorded = json.dumps([action.parameters, action.result, action.last_error])
+    assert EMULATOR_LOGIN["password"] not in recorded
 
     again = post(operator_api, switch_url(inventory.leaf, "ports/admin"),
                  {"ports": ["Ethernet8"], "state": "down", "reason": "idempotent"})
