@@ -4,6 +4,7 @@ Embedded default (nothing set): SQLite, tasks run in process, in-memory channel 
 With DATABASE_URL / REDIS_URL: PostgreSQL via psycopg 3, Celery over Redis, channels-redis.
 """
 
+import json
 import os
 from pathlib import Path
 
@@ -191,6 +192,34 @@ ACTION_HANDLER_MODULES = env_list(ENV, "ACTION_HANDLER_MODULES", [])
 SLURM_DRIVER = ENV.get("SLURM_DRIVER", "jobs.drivers.simulator.SimulatorDriver")
 # SONiC over SSH is the one real driver; tests may use fabric.drivers.emulated.EmulatedDriver.
 FABRIC_DRIVER = ENV.get("FABRIC_DRIVER", "fabric.drivers.ssh.SonicSshDriver")
+
+# --- Fabric driver: SONiC over SSH (fabric/drivers/ssh.py, fabric/credentials.py) -------------
+# JSON or YAML file mapping Switch.credentials_ref -> {username, password | key_file}; it stays
+# on the server and nothing in the portal ever returns its contents.
+FABRIC_CREDENTIALS_FILE = ENV.get(
+    "FABRIC_CREDENTIALS_FILE", str(BASE_DIR / "var" / "fabric-credentials.yaml")
+)
+# OpenSSH known_hosts checked on every connection; trust-on-first-use switches append to it.
+FABRIC_KNOWN_HOSTS_FILE = ENV.get(
+    "FABRIC_KNOWN_HOSTS_FILE", str(BASE_DIR / "var" / "fabric-known-hosts")
+)
+FABRIC_SSH_CONNECT_TIMEOUT = env_float(ENV, "FABRIC_SSH_CONNECT_TIMEOUT", 10.0)
+FABRIC_SSH_COMMAND_TIMEOUT = env_float(ENV, "FABRIC_SSH_COMMAND_TIMEOUT", 60.0)
+FABRIC_SSH_PORT = env_int(ENV, "FABRIC_SSH_PORT", 22)
+# Where to reach a switch when it is not <management_address>:FABRIC_SSH_PORT, as JSON
+# {"leaf01": "127.0.0.1:2201"} (the emulator serves every switch on 127.0.0.1, one port each).
+try:
+    FABRIC_SWITCH_ENDPOINTS = json.loads(ENV.get("FABRIC_SWITCH_ENDPOINTS") or "{}")
+except ValueError:
+    raise ConfigurationError("FABRIC_SWITCH_ENDPOINTS must be a JSON object") from None
+if not isinstance(FABRIC_SWITCH_ENDPOINTS, dict):
+    raise ConfigurationError("FABRIC_SWITCH_ENDPOINTS must be a JSON object")
+# Hostnames of lab switches whose host key is trusted on first use and then recorded.
+FABRIC_TRUST_ON_FIRST_USE = env_list(ENV, "FABRIC_TRUST_ON_FIRST_USE", [])
+# The WRED profile bound to the lossless queues (SONiC's default templates call it so).
+FABRIC_WRED_PROFILE = ENV.get("FABRIC_WRED_PROFILE", "AZURE_LOSSLESS")
+# Queues whose ECN-marked counters are read (the lossless ones).
+FABRIC_COUNTER_QUEUES = env_list(ENV, "FABRIC_COUNTER_QUEUES", ["3", "4"])
 
 # --- REST API -----------------------------------------------------------------------------------
 REST_FRAMEWORK = {

@@ -1,3 +1,15 @@
-"""Fabric action API; included by fabric/api/urls.py under `api:fabric`."""
+"""Fabric action API; included by fabric/api/urls.py under `api:fabric`.
 
-urlpatterns: list = []
+Routes: switches/{id}/ports/admin, switches/{id}/maintenance, switches/{id}/qos,
+switches/{id}/save, switches/{id}/blast-radius, pods/{id}/qos.
+"""
+
+from rest_framework.routers import SimpleRouter
+
+from fabric.api.actions import PodActionViewSet, SwitchActionViewSet
+
+router = SimpleRouter(trailing_slash="/?")
+router.register("switches", SwitchActionViewSet, basename="switch-actions")
+router.register("pods", PodActionViewSet, basename="pod-actions")
+
+urlpatterns = router.urls

@@ -1,0 +1,166 @@
+"""Action handlers that carry switch changes out through the configured fabric driver.
+
+Every handler is idempotent (shutting a down port, re-applying a profile or saving twice all
+succeed), turns SSH timeouts and dropped connections into TransientActionError (retried with
+backoff) and anything the switch refuses into PermanentActionError carrying the switch's own
+error text, which the Action shows as its last error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from django.utils import timezone
+
+from fabric.drivers.base import (
+    FabricDriver,
+    FabricError,
+    QosProfile,
+    SwitchCommandFailed,
+    SwitchUnreachable,
+    get_fabric_driver,
+)
+from fabric.impact import blast_radius
+from fabric.services import (
+    APPLY_QOS_ACTION,
+    LEAF_MAINTENANCE_ACTION,
+    PORT_ADMIN_ACTION,
+    SAVE_CONFIG_ACTION,
+)
+from fabric.targets import switch_target
+from inventory.models import Switch, SwitchPort
+from portal.actions.registry import (
+    PermanentActionError,
+    TransientActionError,
+    register_action_handler,
+)
+from portal.models import Action, ActionStatus
+
+QOS_LEASE_SECONDS_PER_SWITCH = 600.0
+
+
+@contextmanager
+def _talking_to(hostname: str) -> Iterator[None]:
+    try:
+        yield
+    except SwitchUnreachable as error:
+        raise TransientActionError(f"{hostname} unreachable: {error}") from error
+    except SwitchCommandFailed as error:
+        raise PermanentActionError(f"{hostname} refused {error.command!r}: "
+                                   f"{error.output.strip()}") from error
+    except FabricError as error:
+        raise PermanentActionError(f"{hostname}: {error}") from error
+
+
+def _switch(switch_id: int, hostname: str) -> Switch:
+    switch = Switch.objects.filter(pk=switch_id).first()
+    if switch is None:
+        raise PermanentActionError(f"switch {hostname} is no longer in the inventory")
+    return switch
+
+
+def _driver(switch: Switch) -> FabricDriver:
+    with _talking_to(switch.hostname):
+        return get_fabric_driver(switch_target(switch))
+
+
+def _set_ports_and_read_back(switch: Switch, ports: list[str], up: bool) -> dict:
+    driver = _driver(switch)
+    with _talking_to(switch.hostname):
+        driver.set_port_admin(ports, up)
+        states = {port.name: port for port in driver.ports() if port.name in set(ports)}
+    _remember_port_states(switch, states.values())
+    return {
+        port: {"admin": "up" if state.admin_up else "down",
+               "oper": "up" if state.oper_up else "down"}
+        for port, state in states.items()
+    }
+
+
+def _remember_port_states(switch: Switch, states) -> None:
+    """Keep the inventory's last-seen port state current without waiting for the next poll."""
+    now = timezone.now()
+    for state in states:
+        SwitchPort.objects.filter(switch=switch, name=state.name).update(
+            admin_status="up" if state.admin_up else "down",
+            oper_status="up" if state.oper_up else "down",
+            last_seen_at=now,
+        )
+
+
+@register_action_handler(PORT_ADMIN_ACTION,
+                         description="Shut down or start up switch ports (sudo config interface).")
+def set_port_admin(action: Action) -> dict:
+    parameters = action.parameters
+    switch = _switch(parameters["switch_id"], parameters["switch"])
+    ports = list(parameters["ports"])
+    up = bool(parameters["up"])
+    return {"switch": switch.hostname, "up": up,
+            "ports": _set_ports_and_read_back(switch, ports, up)}
+
+
+@register_action_handler(LEAF_MAINTENANCE_ACTION,
+                         description="Drain the nodes behind a leaf, then shut its host-facing "
+                                     "ports; or only report the blast radius.",
+                         max_attempts=10)
+def leaf_maintenance(action: Action) -> dict:
+    parameters = action.parameters
+    switch = _switch(parameters["switch_id"], parameters["switch"])
+    ports = list(parameters["ports"])
+    radius = blast_radius(switch=switch, ports=ports).as_dict()
+    if parameters.get("report_only"):
+        driver = _driver(switch)
+        with _talking_to(switch.hostname):
+            states = [port for port in driver.ports() if port.name in set(ports)]
+        radius["ports_up"] = [port.name for port in states if port.oper_up]
+        return {"report_only": True, **radius}
+    drain = Action.objects.filter(pk=parameters["drain_action_id"]).first()
+    if drain is None or drain.status in (ActionStatus.FAILED, ActionStatus.CANCELLED):
+        why = f"it {drain.status}: {drain.last_error}" if drain else "it was deleted"
+        raise PermanentActionError(
+            f"drain Action #{parameters['drain_action_id']} did not succeed ({why}); "
+            f"no port of {switch.hostname} was shut"
+        )
+    if drain.status != ActionStatus.SUCCEEDED:
+        # Retried with backoff until the drain has gone through.
+        raise TransientActionError(f"waiting for drain Action #{drain.pk} ({drain.status})")
+    return {
+        "report_only": False,
+        "drain_action_id": drain.pk,
+        "ports": _set_ports_and_read_back(switch, ports, up=False),
+        **{key: radius[key] for key in ("nodes", "rails", "nodes_hostlist")},
+    }
+
+
+def _qos_lease_seconds(action: Action) -> float:
+    # Reprogramming PFC port by port takes minutes on a real switch; a pod holds eight or more.
+    return QOS_LEASE_SECONDS_PER_SWITCH * max(1, len(action.parameters.get("switches", [])))
+
+
+@register_action_handler(APPLY_QOS_ACTION,
+                         description="Apply a RoCE QoS profile (ECN/WRED, PFC, buffers) to "
+                                     "switches.",
+                         lease_seconds=_qos_lease_seconds)
+def apply_qos(action: Action) -> dict:
+    profile_values = dict(action.parameters["profile"])
+    profile_values["pfc_priorities"] = tuple(profile_values["pfc_priorities"])
+    profile = QosProfile(**profile_values)
+    applied = []
+    for entry in action.parameters["switches"]:
+        switch = _switch(entry["id"], entry["hostname"])
+        driver = _driver(switch)
+        with _talking_to(switch.hostname):
+            driver.apply_qos_profile(profile)
+        applied.append(switch.hostname)
+    return {"profile": profile.name, "switches": applied}
+
+
+@register_action_handler(SAVE_CONFIG_ACTION,
+                         description="Persist a switch's running configuration (config save -y).")
+def save_config(action: Action) -> dict:
+    switch = _switch(action.parameters["switch_id"], action.parameters["switch"])
+    driver = _driver(switch)
+    with _talking_to(switch.hostname):
+        driver.save_config()
+    return {"switch": switch.hostname, "saved": True}

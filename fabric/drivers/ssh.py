@@ -1,0 +1,548 @@
+"""The SONiC driver: the switch's own CLI over SSH (asyncssh), for real switches and the emulator.
+
+Reads go through `sonic-db-cli` (CONFIG_DB, APPL_DB, COUNTERS_DB with its name maps) and JSON
+output (`vtysh ... json`), never through text tables; several database reads share one SSH
+round trip as a `;` list whose output is one line per read. Writes are the commands an operator
+types: `sudo config interface shutdown|startup`, `sudo config ecn`, `sudo config interface pfc
+priority`, `sudo config mmu`, `sudo config save -y`; fields those commands cannot set (the WRED
+profile's ECN mode, queue bindings, PFC headroom) are written with `sudo sonic-db-cli CONFIG_DB
+HSET`, which the switch's daemons pick up like any CONFIG_DB change.
+
+Connections: one per switch per worker process, kept in a small cache and reused by every
+driver object for that switch; a connection the switch dropped is opened again once. asyncssh
+runs on an event loop in a private daemon thread (one per process, re-created after a fork), so
+Celery tasks and views call the driver synchronously.
+
+Host keys: checked against `settings.FABRIC_KNOWN_HOSTS_FILE` (OpenSSH format). A switch with
+`trust_on_first_use` (labs only) whose address the file does not know yet is accepted once and
+its key appended to the file; after that its key is checked like any other.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import fcntl
+import json
+import logging
+import math
+import os
+import re
+import threading
+from collections.abc import Coroutine, Sequence
+from concurrent.futures import TimeoutError as FutureTimeoutError
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import asyncssh
+from django.conf import settings
+
+from fabric.credentials import load_credentials
+from fabric.drivers.base import (
+    BgpNeighbor,
+    CounterSnapshot,
+    FabricDriver,
+    FabricError,
+    LldpNeighbor,
+    PortCounters,
+    PortStatus,
+    QosProfile,
+    SwitchCommandFailed,
+    SwitchTarget,
+    SwitchUnreachable,
+    SwitchVersion,
+)
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Hash = dict[str, str]
+
+# Extra seconds the calling thread waits beyond the SSH timeouts before giving up on the loop.
+_CALL_SLACK_SECONDS = 5.0
+_PRIORITIES = range(8)
+# Writes per SSH round trip (see _run_chain).
+WRITE_BATCH_SIZE = 16
+_NATURAL = re.compile(r"(\d+)")
+
+
+class SwitchHostKeyRejected(FabricError):
+    """The switch's SSH host key is unknown or does not match the known_hosts file."""
+
+
+class SwitchAuthenticationFailed(FabricError):
+    """The switch refused the login from the credentials store."""
+
+
+# -- the private event loop --------------------------------------------------------------------
+
+
+class _LoopThread:
+    """An asyncio loop running forever in a daemon thread; coroutines are submitted to it."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.connections: dict[tuple, asyncssh.SSHClientConnection] = {}
+        self.connect_locks: dict[tuple, asyncio.Lock] = {}
+        self.thread = threading.Thread(target=self.loop.run_forever, name="fabric-ssh",
+                                       daemon=True)
+        self.thread.start()
+
+    def call(self, coroutine: Coroutine[Any, Any, T], timeout: float) -> T:
+        future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        try:
+            return future.result(timeout)
+        except FutureTimeoutError:
+            future.cancel()
+            raise SwitchUnreachable(f"no answer within {timeout:.0f}s") from None
+
+
+_loop_lock = threading.Lock()
+_loop_thread: _LoopThread | None = None
+_loop_pid: int | None = None
+
+
+def _loop() -> _LoopThread:
+    """This process's loop thread; a forked worker child starts its own (threads do not fork)."""
+    global _loop_thread, _loop_pid
+    with _loop_lock:
+        if _loop_thread is None or _loop_pid != os.getpid():
+            _loop_thread = _LoopThread()
+            _loop_pid = os.getpid()
+        return _loop_thread
+
+
+# -- the driver ----------------------------------------------------------------------------------
+
+
+class SonicSshDriver(FabricDriver):
+    """One SONiC switch over SSH. Every method may raise SwitchUnreachable (retry later),
+    SwitchCommandFailed (the switch refused; its own error text is in `output`),
+    SwitchHostKeyRejected, SwitchAuthenticationFailed or CredentialsUnavailable."""
+
+    def __init__(self, target: SwitchTarget):
+        super().__init__(target)
+        self.connect_timeout = float(settings.FABRIC_SSH_CONNECT_TIMEOUT)
+        self.command_timeout = float(settings.FABRIC_SSH_COMMAND_TIMEOUT)
+        self.wred_profile = settings.FABRIC_WRED_PROFILE
+        self.counter_queues = tuple(int(queue) for queue in settings.FABRIC_COUNTER_QUEUES)
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def version(self) -> SwitchVersion:
+        fields = _colon_fields(self.run_checked("show version"))
+        return SwitchVersion(
+            sonic_version=fields.get("SONiC Software Version", ""),
+            platform=fields.get("Platform", ""),
+            hwsku=fields.get("HwSKU", ""),
+            asic=fields.get("ASIC", ""),
+            serial=fields.get("Serial Number", ""),
+            uptime=fields.get("Uptime", ""),
+        )
+
+    def ports(self) -> list[PortStatus]:
+        names = self._table_keys("CONFIG_DB", "PORT|")
+        reads = [("CONFIG_DB", f"PORT|{name}") for name in names]
+        reads += [("APPL_DB", f"PORT_TABLE:{name}") for name in names]
+        hashes = self.db_hgetall_many(reads)
+        config, appl = hashes[: len(names)], hashes[len(names) :]
+        return [
+            PortStatus(
+                name=name,
+                alias=entry.get("alias", ""),
+                speed_mbps=_int(entry.get("speed")),
+                admin_up=entry.get("admin_status", "down") == "up",
+                oper_up=state.get("oper_status") == "up",
+                mtu=_int(entry.get("mtu"), 9100),
+                fec=entry.get("fec", ""),
+                lanes=entry.get("lanes", ""),
+            )
+            for name, entry, state in zip(names, config, appl, strict=True)
+        ]
+
+    def counters(self) -> CounterSnapshot:
+        port_map, queue_map = self.db_hgetall_many(
+            [("COUNTERS_DB", "COUNTERS_PORT_NAME_MAP"), ("COUNTERS_DB", "COUNTERS_QUEUE_NAME_MAP")]
+        )
+        taken_at = datetime.now(UTC)
+        names = sorted(port_map, key=natural_key)
+        queue_oids = [
+            (name, queue, queue_map[f"{name}:{queue}"])
+            for name in names
+            for queue in self.counter_queues
+            if f"{name}:{queue}" in queue_map
+        ]
+        reads = [("COUNTERS_DB", f"COUNTERS:{port_map[name]}") for name in names]
+        reads += [("COUNTERS_DB", f"COUNTERS:{oid}") for _, _, oid in queue_oids]
+        hashes = self.db_hgetall_many(reads)
+        port_stats, queue_stats = hashes[: len(names)], hashes[len(names) :]
+        ecn_marked: dict[str, dict[int, int]] = {name: {} for name in names}
+        for (name, queue, _), stats in zip(queue_oids, queue_stats, strict=True):
+            ecn_marked[name][queue] = _int(stats.get("SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS"))
+        return CounterSnapshot(
+            taken_at=taken_at,
+            ports=tuple(
+                _port_counters(name, stats, ecn_marked[name])
+                for name, stats in zip(names, port_stats, strict=True)
+            ),
+        )
+
+    def lldp_neighbors(self) -> list[LldpNeighbor]:
+        ports = self._table_keys("APPL_DB", "LLDP_ENTRY_TABLE:")
+        entries = self.db_hgetall_many([("APPL_DB", f"LLDP_ENTRY_TABLE:{p}") for p in ports])
+        return [
+            LldpNeighbor(
+                local_port=port,
+                remote_system_name=entry.get("lldp_rem_sys_name", ""),
+                remote_port_id=entry.get("lldp_rem_port_id", ""),
+                remote_port_description=entry.get("lldp_rem_port_desc", ""),
+                remote_chassis_id=entry.get("lldp_rem_chassis_id", ""),
+            )
+            for port, entry in zip(ports, entries, strict=True)
+            if entry  # the neighbor left between KEYS and HGETALL
+        ]
+
+    def bgp_summary(self) -> list[BgpNeighbor]:
+        command = 'vtysh -c "show bgp ipv4 summary json"'
+        try:
+            summary = json.loads(self.run_checked(command))
+        except ValueError:
+            raise SwitchCommandFailed(command, 0, "the answer was not JSON") from None
+        peers = summary.get("ipv4Unicast", {}).get("peers", {})  # {} when BGP is not running
+        return [
+            BgpNeighbor(
+                address=address,
+                remote_as=_int(peer.get("remoteAs")),
+                state=str(peer.get("state", "")),
+                prefixes_received=_int(peer.get("pfxRcd")),
+                uptime=str(peer.get("peerUptime", "")),
+            )
+            for address, peer in sorted(peers.items())
+        ]
+
+    # -- writes ----------------------------------------------------------------------------
+
+    def set_port_admin(self, ports: Sequence[str], up: bool) -> None:
+        names = sorted(set(ports), key=natural_key)
+        if not names:
+            return
+        verb = "startup" if up else "shutdown"
+        # In a comma list `config interface` silently skips names that are not ports, so each
+        # unknown name is first sent alone to get the switch's own refusal.
+        exists = self._run_lines([f'sonic-db-cli CONFIG_DB EXISTS "PORT|{n}"' for n in names])
+        for name, found in zip(names, exists, strict=True):
+            if found.strip() != "1":
+                self.run_checked(f"sudo config interface {verb} {name}")
+        self.run_checked(f"sudo config interface {verb} {','.join(names)}")
+
+    def apply_qos_profile(self, profile: QosProfile, ports: Sequence[str] | None = None) -> None:
+        """Table 15 on this switch: the lossless queues' WRED/ECN profile, PFC on exactly the
+        profile's priorities, and the lossless buffer profiles' Xoff, Xon offset, headroom pool
+        and dynamic-threshold alpha. Safe to repeat: commands already in effect are skipped."""
+        dynamic_th = _alpha_exponent(profile.shared_buffer_alpha)
+        qos_ports = self._table_keys("CONFIG_DB", "PORT_QOS_MAP|")
+        targets = qos_ports if ports is None else sorted(set(ports), key=natural_key)
+        for name in targets:
+            if name not in qos_ports:
+                # pfc's own answer for a port without a QoS map ("Cannot find interface"), which
+                # it prints with exit status 0: a refusal nonetheless.
+                priority = profile.pfc_priorities[0]
+                command = f"sudo config interface pfc priority {name} {priority} on"
+                raise SwitchCommandFailed(command, 0, self.run_checked(command))
+
+        thresholds = {"min": profile.ecn_min_bytes, "max": profile.ecn_max_bytes}
+        ecn = [f"sudo config ecn -profile {self.wred_profile}"]
+        for color in "gyr":
+            ecn.append(f"-{color}min {thresholds['min']} -{color}max {thresholds['max']} "
+                       f"-{color}drop {profile.ecn_mark_probability_percent}")
+        self.run_checked(" ".join(ecn))
+        self.run_checked(
+            f'sudo sonic-db-cli CONFIG_DB HSET "WRED_PROFILE|{self.wred_profile}" ecn ecn_all '
+            "wred_green_enable true wred_yellow_enable true wred_red_enable true"
+        )
+
+        enabled = self._run_lines(
+            [f'sonic-db-cli CONFIG_DB HGET "PORT_QOS_MAP|{name}" pfc_enable' for name in targets]
+        )
+        wanted = {str(priority) for priority in profile.pfc_priorities}
+        port_commands = []
+        for name, current_text in zip(targets, enabled, strict=True):
+            current = {p.strip() for p in current_text.split(",") if p.strip()}
+            for priority in sorted(wanted - current):
+                port_commands.append(f"sudo config interface pfc priority {name} {priority} on")
+            for priority in sorted(current - wanted):
+                port_commands.append(f"sudo config interface pfc priority {name} {priority} off")
+            for priority in sorted(wanted):
+                port_commands.append(
+                    f'sudo sonic-db-cli CONFIG_DB HSET "QUEUE|{name}|{priority}" '
+                    f"wred_profile {self.wred_profile}"
+                )
+        self._run_chain(port_commands, f"PFC and ECN queues on {len(targets)} ports")
+
+        lossless = [name for name in self._table_keys("CONFIG_DB", "BUFFER_PROFILE|")
+                    if name.startswith("pg_lossless_")]
+        buffer_commands = [
+            f'sudo sonic-db-cli CONFIG_DB HSET "BUFFER_POOL|ingress_lossless_pool" '
+            f"xoff {profile.headroom_bytes}"
+        ]
+        for name in lossless:
+            buffer_commands.append(
+                f'sudo sonic-db-cli CONFIG_DB HSET "BUFFER_PROFILE|{name}" '
+                f"xoff {profile.pfc_xoff_bytes} xon_offset {profile.pfc_xon_offset_bytes}"
+            )
+            buffer_commands.append(f"sudo config mmu -p {name} -a {dynamic_th}")
+        self._run_chain(buffer_commands, f"buffer profiles {', '.join(lossless) or '(none)'}")
+
+    def save_config(self) -> None:
+        self.run_checked("sudo config save -y")
+
+    def close(self) -> None:
+        runner = _loop()
+        runner.call(self._forget(), self.connect_timeout + _CALL_SLACK_SECONDS)
+
+    # -- raw access (the contract tests and the QoS read-back use these) ---------------------
+
+    def db_hgetall(self, database: str, key: str) -> Hash:
+        return self.db_hgetall_many([(database, key)])[0]
+
+    def db_hgetall_many(self, reads: Sequence[tuple[str, str]]) -> list[Hash]:
+        """HGETALL of many keys in one round trip: sonic-db-cli prints one dict line per read."""
+        if not reads:
+            return []
+        lines = self._run_lines(
+            [f'sonic-db-cli {database} HGETALL "{key}"' for database, key in reads]
+        )
+        try:
+            return [ast.literal_eval(line) if line.strip() else {} for line in lines]
+        except (ValueError, SyntaxError):
+            raise SwitchCommandFailed("sonic-db-cli HGETALL", 0, "unparsable output") from None
+
+    def run_checked(self, command: str) -> str:
+        """Run one command line; its stdout, or SwitchCommandFailed with the switch's text."""
+        result = self._run(command)
+        if result.exit_status != 0:
+            output = (result.stderr or "") + (result.stdout or "")
+            raise SwitchCommandFailed(command, result.exit_status or -1, output)
+        return result.stdout or ""
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _table_keys(self, database: str, prefix: str) -> list[str]:
+        """The names after `prefix` of a table's keys, in port order."""
+        output = self.run_checked(f'sonic-db-cli {database} KEYS "{prefix}*"')
+        names = [line[len(prefix) :] for line in output.splitlines() if line.startswith(prefix)]
+        # portsyncd's markers share PORT_TABLE with the ports; they are no ports.
+        names = [name for name in names if name not in ("PortConfigDone", "PortInitDone")]
+        return sorted(names, key=natural_key)
+
+    def _run_lines(self, commands: Sequence[str]) -> list[str]:
+        """Run single-line-output commands as one `;` list; their outputs, one line each."""
+        line = "; ".join(commands)
+        result = self._run(line)
+        lines = (result.stdout or "").split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        if len(lines) != len(commands):
+            # A read in the list failed (its stdout line is missing): show the switch's words.
+            raise SwitchCommandFailed(
+                commands[0], result.exit_status or -1,
+                (result.stderr or "") + f"expected {len(commands)} lines of output, got "
+                                        f"{len(lines)}",
+            )
+        return lines
+
+    def _run_chain(self, commands: Sequence[str], summary: str) -> None:
+        """Run writes as one `&&` list, stopping at the first refusal."""
+        # In batches: each sonic-utilities command costs about a second on a real switch, and
+        # every round trip must finish within the command timeout.
+        for start in range(0, len(commands), WRITE_BATCH_SIZE):
+            result = self._run(" && ".join(commands[start : start + WRITE_BATCH_SIZE]))
+            if result.exit_status != 0:
+                output = (result.stderr or "") + (result.stdout or "")
+                raise SwitchCommandFailed(summary, result.exit_status or -1, output)
+
+    def _run(self, command: str) -> asyncssh.SSHCompletedProcess:
+        timeout = self.connect_timeout + self.command_timeout + _CALL_SLACK_SECONDS
+        return _loop().call(self._run_async(command), timeout)
+
+    @property
+    def _cache_key(self) -> tuple:
+        target = self.target
+        return (target.address, target.port, target.credentials_ref, target.trust_on_first_use)
+
+    async def _run_async(self, command: str) -> asyncssh.SSHCompletedProcess:
+        for attempt in (1, 2):
+            connection = await self._connection()
+            try:
+                return await asyncio.wait_for(
+                    connection.run(command, check=False, stdin=asyncssh.DEVNULL),
+                    self.command_timeout,
+                )
+            except TimeoutError:
+                # The session may be wedged: start the next command on a fresh connection.
+                await self._forget()
+                raise SwitchUnreachable(
+                    f"{self.target.hostname}: no answer to {command[:80]!r} within "
+                    f"{self.command_timeout:g}s"
+                ) from None
+            except (asyncssh.Error, OSError) as error:
+                await self._forget()
+                if attempt == 2:
+                    raise SwitchUnreachable(
+                        f"{self.target.hostname}: connection lost: {error}"
+                    ) from None
+                # A cached connection the switch closed while idle: open a new one once.
+        raise AssertionError("unreachable")
+
+    async def _connection(self) -> asyncssh.SSHClientConnection:
+        runner = _loop()
+        key = self._cache_key
+        lock = runner.connect_locks.setdefault(key, asyncio.Lock())
+        async with lock:
+            connection = runner.connections.get(key)
+            if connection is not None and not connection.is_closed():
+                return connection
+            connection = await self._connect()
+            runner.connections[key] = connection
+            return connection
+
+    async def _forget(self) -> None:
+        connection = _loop().connections.pop(self._cache_key, None)
+        if connection is not None:
+            connection.close()
+
+    async def _connect(self) -> asyncssh.SSHClientConnection:
+        target = self.target
+        credentials = load_credentials(target.credentials_ref)
+        known_hosts, first_use = _known_hosts_for(target)
+        options: dict[str, Any] = {
+            "username": credentials.username,
+            "known_hosts": known_hosts,
+            "connect_timeout": self.connect_timeout,
+            "login_timeout": self.connect_timeout,
+            "keepalive_interval": 30,
+            "agent_path": None,  # only the store's credentials, never the worker's agent
+        }
+        if credentials.key_file:
+            options["client_keys"] = [credentials.key_file]
+            options["passphrase"] = credentials.key_passphrase
+        else:
+            options["client_keys"] = None
+        if credentials.password:
+            options["password"] = credentials.password
+        try:
+            connection = await asyncio.wait_for(
+                asyncssh.connect(target.address, target.port, **options),
+                self.connect_timeout + 1,
+            )
+        except asyncssh.HostKeyNotVerifiable as error:
+            raise SwitchHostKeyRejected(
+                f"{target.hostname} ({target.address}:{target.port}): host key not trusted "
+                f"({error.reason}); add it to {settings.FABRIC_KNOWN_HOSTS_FILE}"
+            ) from None
+        except asyncssh.PermissionDenied:
+            raise SwitchAuthenticationFailed(
+                f"{target.hostname}: login refused for credentials "
+                f"{target.credentials_ref or 'default'!r}"
+            ) from None
+        except TimeoutError:
+            raise SwitchUnreachable(
+                f"{target.hostname} ({target.address}:{target.port}): SSH connect timed out "
+                f"after {self.connect_timeout:g}s"
+            ) from None
+        except (asyncssh.Error, OSError) as error:
+            raise SwitchUnreachable(
+                f"{target.hostname} ({target.address}:{target.port}): {error}"
+            ) from None
+        if first_use:
+            _record_host_key(target, connection.get_server_host_key())
+        return connection
+
+
+# -- host keys -----------------------------------------------------------------------------------
+
+
+def _known_hosts_path() -> Path:
+    return Path(settings.FABRIC_KNOWN_HOSTS_FILE)
+
+
+def _host_pattern(target: SwitchTarget) -> str:
+    return target.address if target.port == 22 else f"[{target.address}]:{target.port}"
+
+
+def _known_hosts_for(target: SwitchTarget) -> tuple[asyncssh.SSHKnownHosts | None, bool]:
+    """(known hosts to check against, whether this is a trust-on-first-use connection)."""
+    path = _known_hosts_path()
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    known = asyncssh.import_known_hosts(text)
+    host_keys, ca_keys, *_ = known.match(target.address, target.address, target.port)
+    if not host_keys and not ca_keys and target.trust_on_first_use:
+        logger.warning("trusting %s's host key on first use (lab switch)", target.hostname)
+        return None, True
+    return known, False
+
+
+def _record_host_key(target: SwitchTarget, key: asyncssh.SSHKey | None) -> None:
+    if key is None:
+        return
+    path = _known_hosts_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = f"{_host_pattern(target)} {key.export_public_key().decode().strip()}\n"
+    with path.open("a", encoding="utf-8") as file:
+        fcntl.flock(file, fcntl.LOCK_EX)  # workers on one host may append at once
+        file.write(line)
+
+
+# -- parsing -------------------------------------------------------------------------------------
+
+
+def natural_key(name: str) -> list:
+    """Ethernet8 before Ethernet16."""
+    return [int(part) if part.isdigit() else part for part in _NATURAL.split(name)]
+
+
+def _int(value: Any, default: int = 0) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def _colon_fields(text: str) -> dict[str, str]:
+    """`Key: value` lines of `show version`; the first occurrence of a key wins."""
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        name, separator, value = line.partition(":")
+        if separator and name and not name.startswith(" ") and name not in fields:
+            fields[name.strip()] = value.strip()
+    return fields
+
+
+def _port_counters(name: str, stats: Hash, ecn_marked: dict[int, int]) -> PortCounters:
+    def stat(field: str) -> int:
+        return _int(stats.get(f"SAI_PORT_STAT_{field}"))
+
+    return PortCounters(
+        name=name,
+        in_octets=stat("IF_IN_OCTETS"),
+        out_octets=stat("IF_OUT_OCTETS"),
+        in_packets=stat("IF_IN_UCAST_PKTS") + stat("IF_IN_NON_UCAST_PKTS"),
+        out_packets=stat("IF_OUT_UCAST_PKTS") + stat("IF_OUT_NON_UCAST_PKTS"),
+        in_errors=stat("IF_IN_ERRORS"),
+        out_errors=stat("IF_OUT_ERRORS"),
+        in_discards=stat("IF_IN_DISCARDS"),
+        out_discards=stat("IF_OUT_DISCARDS"),
+        pfc_rx={priority: stat(f"PFC_{priority}_RX_PKTS") for priority in _PRIORITIES},
+        pfc_tx={priority: stat(f"PFC_{priority}_TX_PKTS") for priority in _PRIORITIES},
+        ecn_marked=ecn_marked,
+    )
+
+
+def _alpha_exponent(alpha: float) -> int:
+    """SONiC's dynamic_th is log2 of the shared-buffer alpha (alpha 1 -> 0), -8..8."""
+    exponent = math.log2(alpha) if alpha > 0 else float("nan")
+    if not exponent.is_integer() or not -8 <= exponent <= 8:
+        raise ValueError(f"shared buffer alpha {alpha} is not a power of two between 1/256 "
+                         "and 256")
+    return int(exponent)

@@ -1,0 +1,260 @@
+"""SonicSshDriver: the driver contract over real SSH against the emulator (and a real switch when
+SONIC_TEST_SWITCH is set), plus host-key checking, timeouts and connection reuse."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+from fabric.credentials import CredentialsUnavailable, load_credentials
+from fabric.drivers.base import SwitchTarget, SwitchUnreachable, get_fabric_driver
+from fabric.drivers.ssh import (
+    SonicSshDriver,
+    SwitchAuthenticationFailed,
+    SwitchHostKeyRejected,
+    _loop,
+)
+from tests.fabric.driver_contract import (
+    CONTRACT_LEAF,
+    CONTRACT_SPINE,
+    EMULATOR_LOGIN,
+    DriverContract,
+    EmulatorThread,
+    SwitchSetup,
+    write_credentials,
+)
+
+
+@pytest.fixture(scope="session")
+def host_key_dir(tmp_path_factory) -> Path:
+    """Host keys generated once for the session: every emulator start reuses them."""
+    return tmp_path_factory.mktemp("emulator-keys")
+
+
+@pytest.fixture
+def emulator(host_key_dir):
+    fabric = EmulatorThread([CONTRACT_LEAF, CONTRACT_SPINE], host_key_dir)
+    yield fabric
+    fabric.stop()
+
+
+@pytest.fixture
+def ssh_settings(settings, tmp_path):
+    """A credentials store and an empty known_hosts file for the driver."""
+    settings.FABRIC_CREDENTIALS_FILE = str(
+        write_credentials(tmp_path / "credentials.json", {"sonic/leaf": EMULATOR_LOGIN})
+    )
+    settings.FABRIC_KNOWN_HOSTS_FILE = str(tmp_path / "known_hosts")
+    settings.FABRIC_SSH_CONNECT_TIMEOUT = 3
+    settings.FABRIC_SSH_COMMAND_TIMEOUT = 5
+    settings.FABRIC_DRIVER = "fabric.drivers.ssh.SonicSshDriver"
+    return settings
+
+
+@pytest.fixture
+def trusted_emulator(emulator, ssh_settings):
+    Path(ssh_settings.FABRIC_KNOWN_HOSTS_FILE).write_text(emulator.known_hosts())
+    return emulator
+
+
+def leaf_target(emulator: EmulatorThread, **options) -> SwitchTarget:
+    return SwitchTarget(hostname="leaf01", address=emulator.host,
+                        port=emulator.port_of("leaf01"), credentials_ref="sonic/leaf", **options)
+
+
+@pytest.mark.emulator
+class TestEmulatorOverSsh(DriverContract):
+    @pytest.fixture
+    def driver(self, trusted_emulator):
+        driver = get_fabric_driver(leaf_target(trusted_emulator))
+        assert isinstance(driver, SonicSshDriver)
+        yield driver
+        driver.close()
+
+    @pytest.fixture
+    def switch_setup(self, trusted_emulator):
+        return SwitchSetup(
+            toggle_port="Ethernet8",
+            traffic_port="Ethernet0",
+            breakout_pair=("Ethernet0", "Ethernet4"),
+            lldp_expected={"Ethernet0": "gpu001", "Ethernet4": "gpu002", "Ethernet8": "spine01"},
+            config_db=lambda key: trusted_emulator.config_db("leaf01", key),
+            bgp_peer="10.0.0.1",
+            expected_platform="x86_64-accton_as9817_64o-r0",
+        )
+
+
+REAL_SWITCH = os.environ.get("SONIC_TEST_SWITCH", "")
+
+
+@pytest.mark.skipif(not REAL_SWITCH, reason="set SONIC_TEST_SWITCH=host:port (and "
+                    "SONIC_TEST_USERNAME, SONIC_TEST_PASSWORD or SONIC_TEST_KEY_FILE, "
+                    "SONIC_TEST_KNOWN_HOSTS) to run the contract against a real lab switch")
+class TestRealSwitch(DriverContract):
+    """The same contract against a real SONiC lab switch (it changes port state and QoS).
+
+    Also set SONIC_TEST_TOGGLE_PORT (cabled, safe to flap), SONIC_TEST_TRAFFIC_PORT,
+    SONIC_TEST_BREAKOUT (e.g. Ethernet0,Ethernet4), SONIC_TEST_LLDP (Ethernet0=gpu001,...),
+    SONIC_TEST_BGP_PEER (optional).
+    """
+
+    @pytest.fixture
+    def driver(self, settings, tmp_path):
+        host, _, port = REAL_SWITCH.rpartition(":")
+        login = {"username": os.environ.get("SONIC_TEST_USERNAME", "admin")}
+        if os.environ.get("SONIC_TEST_KEY_FILE"):
+            login["key_file"] = os.environ["SONIC_TEST_KEY_FILE"]
+        else:
+            login["password"] = os.environ.get("SONIC_TEST_PASSWORD", "")
+        settings.FABRIC_CREDENTIALS_FILE = str(
+            write_credentials(tmp_path / "credentials.json", {"lab": login})
+        )
+        settings.FABRIC_KNOWN_HOSTS_FILE = os.environ.get(
+            "SONIC_TEST_KNOWN_HOSTS", str(Path.home() / ".ssh" / "known_hosts")
+        )
+        driver = SonicSshDriver(SwitchTarget(hostname=host, address=host, port=int(port or 22),
+                                             credentials_ref="lab"))
+        yield driver
+        driver.close()
+
+    @pytest.fixture
+    def switch_setup(self, driver):
+        lldp = dict(
+            item.split("=", 1)
+            for item in os.environ.get("SONIC_TEST_LLDP", "").split(",")
+            if "=" in item
+        )
+        breakout = os.environ.get("SONIC_TEST_BREAKOUT", "Ethernet0,Ethernet4")
+        first, _, second = breakout.partition(",")
+        return SwitchSetup(
+            toggle_port=os.environ.get("SONIC_TEST_TOGGLE_PORT", "Ethernet8"),
+            traffic_port=os.environ.get("SONIC_TEST_TRAFFIC_PORT", "Ethernet0"),
+            breakout_pair=(first, second),
+            lldp_expected=lldp,
+            config_db=lambda key: driver.db_hgetall("CONFIG_DB", key),
+            bgp_peer=os.environ.get("SONIC_TEST_BGP_PEER") or None,
+        )
+
+
+# -- SSH-specific behaviour ----------------------------------------------------------------------
+
+
+@pytest.mark.emulator
+def test_an_unknown_host_key_is_refused(emulator, ssh_settings):
+    driver = SonicSshDriver(leaf_target(emulator))
+    with pytest.raises(SwitchHostKeyRejected, match="host key not trusted"):
+        driver.version()
+    assert not Path(ssh_settings.FABRIC_KNOWN_HOSTS_FILE).exists()
+
+
+@pytest.mark.emulator
+def test_a_changed_host_key_is_refused_even_with_trust_on_first_use(emulator, ssh_settings):
+    other = emulator.known_hosts().splitlines()
+    # Pretend leaf01's address was recorded with spine01's key.
+    leaf_port, spine_port = emulator.port_of("leaf01"), emulator.port_of("spine01")
+    spine_line = next(line for line in other if line.startswith(f"[{emulator.host}]:{spine_port}"))
+    Path(ssh_settings.FABRIC_KNOWN_HOSTS_FILE).write_text(
+        spine_line.replace(f":{spine_port} ", f":{leaf_port} ") + "\n"
+    )
+    driver = SonicSshDriver(leaf_target(emulator, trust_on_first_use=True))
+    with pytest.raises(SwitchHostKeyRejected):
+        driver.version()
+
+
+@pytest.mark.emulator
+def test_trust_on_first_use_records_the_key_and_checks_it_afterwards(emulator, ssh_settings):
+    driver = SonicSshDriver(leaf_target(emulator, trust_on_first_use=True))
+    assert driver.version().hwsku
+    driver.close()
+    recorded = Path(ssh_settings.FABRIC_KNOWN_HOSTS_FILE).read_text()
+    expected = next(line for line in emulator.known_hosts().splitlines()
+                    if line.startswith(f"[{emulator.host}]:{emulator.port_of('leaf01')} "))
+    assert recorded.split() == expected.split()[:3]  # pattern, type, key (no comment)
+    # The recorded key now lets a switch without the flag in, on a fresh connection.
+    strict = SonicSshDriver(leaf_target(emulator))
+    assert strict.version().hwsku
+    strict.close()
+
+
+@pytest.mark.emulator
+def test_a_wrong_password_is_an_authentication_failure(trusted_emulator, ssh_settings, tmp_path):
+    ssh_settings.FABRIC_CREDENTIALS_FILE = str(write_credentials(
+        tmp_path / "wrong.json", {"sonic/leaf": {"username": "admin", "password": "nope"}}
+    ))
+    with pytest.raises(SwitchAuthenticationFailed) as failure:
+        SonicSshDriver(leaf_target(trusted_emulator)).version()
+    assert "nope" not in str(failure.value)  # the secret never ends up in an error
+
+
+def test_a_listening_socket_that_never_answers_times_out_as_unreachable(ssh_settings):
+    ssh_settings.FABRIC_SSH_CONNECT_TIMEOUT = 1
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(1)  # the kernel completes the handshake; nobody ever speaks SSH
+        target = SwitchTarget(hostname="mute", address="127.0.0.1",
+                              port=silent.getsockname()[1], credentials_ref="sonic/leaf")
+        started = time.monotonic()
+        with pytest.raises(SwitchUnreachable, match="timed out"):
+            SonicSshDriver(target).version()
+        assert time.monotonic() - started < 5
+
+
+def test_a_refused_connection_is_unreachable(ssh_settings):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    target = SwitchTarget(hostname="gone", address="127.0.0.1", port=port,
+                          credentials_ref="sonic/leaf")
+    with pytest.raises(SwitchUnreachable):
+        SonicSshDriver(target).ports()
+
+
+@pytest.mark.emulator
+def test_a_slow_command_times_out_as_unreachable_and_the_next_call_recovers(trusted_emulator,
+                                                                            ssh_settings):
+    ssh_settings.FABRIC_SSH_COMMAND_TIMEOUT = 0.5
+    driver = SonicSshDriver(leaf_target(trusted_emulator))
+    trusted_emulator.set_response_delay("leaf01", 2)
+    with pytest.raises(SwitchUnreachable, match="no answer"):
+        driver.save_config()
+    trusted_emulator.set_response_delay("leaf01", 0)
+    driver.save_config()
+    driver.close()
+
+
+@pytest.mark.emulator
+def test_one_connection_per_switch_is_reused_and_reopened_after_a_drop(trusted_emulator):
+    first = SonicSshDriver(leaf_target(trusted_emulator))
+    second = SonicSshDriver(leaf_target(trusted_emulator))
+    first.version()
+    second.ports()
+    connections = _loop().connections
+    assert len([key for key in connections if key[1] == trusted_emulator.port_of("leaf01")]) == 1
+    opened = connections[first._cache_key]
+    # The switch drops every session (e.g. sshd restarted): the next call reconnects.
+    trusted_emulator.call(trusted_emulator.server.close())
+    trusted_emulator.call(trusted_emulator.server.set_unreachable("leaf01", False))
+    assert second.version().hwsku
+    assert connections[first._cache_key] is not opened
+    first.close()
+
+
+def test_credentials_store_errors_name_the_reference_not_the_secret(settings, tmp_path):
+    settings.FABRIC_CREDENTIALS_FILE = str(write_credentials(
+        tmp_path / "store.json", {"sonic/leaf": {"username": "admin", "password": "s3cret"},
+                                  "nopass": {"username": "admin"}}
+    ))
+    assert load_credentials("sonic/leaf").password == "s3cret"
+    assert "s3cret" not in repr(load_credentials("sonic/leaf"))
+    with pytest.raises(CredentialsUnavailable, match="'sonic/spine'"):
+        load_credentials("sonic/spine")
+    with pytest.raises(CredentialsUnavailable, match="password or a key_file"):
+        load_credentials("nopass")
+    yaml_store = tmp_path / "store.yaml"
+    yaml_store.write_text("default:\n  username: admin\n  password: from-yaml\n")
+    settings.FABRIC_CREDENTIALS_FILE = str(yaml_store)
+    assert load_credentials("").password == "from-yaml"
