@@ -174,4 +174,50 @@ MATRIX: dict[str, Route] = {
             ),
         )
     ),
+    # --- fabric: switch actions (issue 6) -------------------------------------------------------
+    "fabric:port-admin": Route(
+        (
+            get(
+                lambda w: f"/fabric/switches/{w.switch.pk}/ports/admin/?ports=Ethernet0",
+                PAGE_OPERATORS,
+            ),
+            post(
+                lambda w: f"/fabric/switches/{w.switch.pk}/ports/admin/",
+                statuses(400, 400, 403, 403, 403, 302),
+            ),
+        )
+    ),
+    "fabric:leaf-maintenance": Route(
+        (get(lambda w: f"/fabric/switches/{w.switch.pk}/maintenance/", PAGE_OPERATORS),)
+    ),
+    "fabric:switch-qos": Route(
+        (get(lambda w: f"/fabric/switches/{w.switch.pk}/qos/", PAGE_OPERATORS),)
+    ),
+    "fabric:switch-save": Route(
+        (get(lambda w: f"/fabric/switches/{w.switch.pk}/save/", PAGE_OPERATORS),)
+    ),
+    "fabric:pod-qos": Route((get(lambda w: f"/fabric/pods/{w.pod.pk}/qos/", PAGE_OPERATORS),)),
+    "api:fabric:switch-actions-blast-radius": Route(
+        (
+            get(
+                lambda w: f"/api/fabric/switches/{w.switch.pk}/blast-radius/?ports=Ethernet0",
+                API_READ_CLUSTER,
+            ),
+        )
+    ),
+    "api:fabric:switch-actions-port-admin": Route(
+        (post(lambda w: f"/api/fabric/switches/{w.switch.pk}/ports/admin/", API_WRITE_OPERATORS),)
+    ),
+    "api:fabric:switch-actions-maintenance": Route(
+        (post(lambda w: f"/api/fabric/switches/{w.switch.pk}/maintenance/", API_WRITE_OPERATORS),)
+    ),
+    "api:fabric:switch-actions-qos": Route(
+        (post(lambda w: f"/api/fabric/switches/{w.switch.pk}/qos/", API_WRITE_OPERATORS),)
+    ),
+    "api:fabric:switch-actions-save": Route(
+        (post(lambda w: f"/api/fabric/switches/{w.switch.pk}/save/", API_WRITE_OPERATORS),)
+    ),
+    "api:fabric:pod-actions-qos": Route(
+        (post(lambda w: f"/api/fabric/pods/{w.pod.pk}/qos/", API_WRITE_OPERATORS),)
+    ),
 }

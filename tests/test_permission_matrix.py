@@ -17,7 +17,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from inventory.allocations import allocation_create
-from inventory.models import LifecycleStatus, Node, Pod
+from inventory.models import LifecycleStatus, Node, Pod, Switch, SwitchPort
 from portal.actions.canary import CANARY_KIND
 from portal.models import AuditEntry, Role
 from portal.services.accounts import api_token_create
@@ -65,6 +65,8 @@ def world(make_user, tenant_a, tenant_b):
     pod = Pod.objects.create(name="matrix-pod")
     node = Node.objects.create(hostname="matrix001", pod=pod, status=LifecycleStatus.ACTIVE)
     allocation = allocation_create(tenant=tenant_a, nodes=[node], start=timezone.now())
+    switch = Switch.objects.create(hostname="matrix-leaf", role="leaf", pod=pod, rail=0)
+    port = SwitchPort.objects.create(switch=switch, name="Ethernet0", speed_gbps=400)
     return SimpleNamespace(
         users=users,
         own_tenant=tenant_a,
@@ -72,6 +74,9 @@ def world(make_user, tenant_a, tenant_b):
         action=action,
         allocation=allocation,
         node=node,
+        pod=pod,
+        switch=switch,
+        port=port,
         audit_entry=AuditEntry.objects.order_by("-pk").first(),
         foreign_token=token,
     )
