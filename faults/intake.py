@@ -9,7 +9,7 @@ so two channels reporting one incident meet on one ticket.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 
 from django.conf import settings
 from django.utils import timezone
@@ -151,7 +151,7 @@ def _timestamp(value, field_name: str) -> datetime:
     if parsed is None:
         raise InvalidInput({field_name: ["Use an ISO 8601 date and time, e.g. 2025-01-14T03:12Z."]})
     if timezone.is_naive(parsed):
-        parsed = timezone.make_aware(parsed, timezone.utc)
+        parsed = timezone.make_aware(parsed, UTC)
     # Alertmanager sends the zero time for "not ended"; clocks may also run ahead of ours.
     return min(parsed, timezone.now())
 
