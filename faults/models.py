@@ -12,7 +12,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from faults.workflow import OPEN_STATUSES, Status
+from faults.workflow import OPEN_STATUSES, Status, allowed_targets
 
 
 class Category(models.TextChoices):
@@ -158,6 +158,10 @@ class FaultTicket(models.Model):
     @property
     def reference(self) -> str:
         return f"FT-{self.pk}"
+
+    @property
+    def allowed_targets(self) -> tuple[str, ...]:
+        return allowed_targets(self.status)
 
     @property
     def is_open(self) -> bool:
