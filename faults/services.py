@@ -9,6 +9,7 @@ re-reads the winner and attaches to it. Twenty concurrent copies of one event ma
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from datetime import date, datetime, timedelta
 
@@ -37,6 +38,8 @@ from jobs.services import request_drain
 from portal.errors import Conflict, InvalidInput
 from portal.realtime import publish
 from portal.services.audit import record_change, snapshot
+
+logger = logging.getLogger(__name__)
 
 FAULTS_GROUP = "faults"
 SEVERITY_RANK = {Severity.MINOR: 0, Severity.MAJOR: 1, Severity.CRITICAL: 2}
@@ -170,15 +173,22 @@ def submit_user_report(
 
 
 def on_node_unhealthy(*, node: Node, state: str, reason: str) -> None:
-    """The jobs hook: Slurm saw `node` go DOWN or NOT_RESPONDING (inside the sync's transaction)."""
-    record = record_intake(
-        channel=Source.SLURM,
-        raw_body=json.dumps({"node": node.hostname, "state": state, "reason": reason}),
-    )
-    incident = parsing.slurm_incident(node=node, state=state, reason=reason)
-    ticket, _ = apply_incident(incident, actor=None, intake=record)
-    IntakeRecord.objects.filter(pk=record.pk).update(accepted=True)
-    record.tickets.add(ticket)
+    """The jobs hook: Slurm saw `node` go DOWN or NOT_RESPONDING (inside the sync's transaction).
+
+    Runs in a savepoint: a failure here is logged and must not roll back the node-state sync.
+    """
+    try:
+        with transaction.atomic():
+            record = record_intake(
+                channel=Source.SLURM,
+                raw_body=json.dumps({"node": node.hostname, "state": state, "reason": reason}),
+            )
+            incident = parsing.slurm_incident(node=node, state=state, reason=reason)
+            ticket, _ = apply_incident(incident, actor=None, intake=record)
+            IntakeRecord.objects.filter(pk=record.pk).update(accepted=True)
+            record.tickets.add(ticket)
+    except Exception:
+        logger.exception("could not open a fault ticket for %s %s", node.hostname, state)
 
 
 # --- open or attach ----------------------------------------------------------------------------
@@ -308,8 +318,8 @@ def _recent_ticket_with_fingerprint(fingerprint: str) -> FaultTicket | None:
 
 
 def _details(incident: Incident) -> str:
-    shown = {k: v for k, v in incident.details.items() if k != "message"}
-    text = f" {shown}" if shown else ""
+    shown = [f"{key}={value}" for key, value in incident.details.items() if key != "message"]
+    text = f" ({', '.join(shown)})" if shown else ""
     if incident.details.get("message"):
         text += f" — {incident.details['message']}"
     return text

@@ -17,6 +17,15 @@ from inventory.models import GPU, Pod
 from portal.errors import InvalidInput, ServiceError
 from portal.views import RoleRequiredMixin
 
+# Column headings of the statistics page's month table (the full labels are in the title).
+SHORT_CATEGORY_LABELS = {
+    Category.GPU: "GPU",
+    Category.NVLINK_NVSWITCH_PCIE: "NVLink / NVSwitch / PCIe",
+    Category.NIC_TRANSCEIVER: "NIC / transceiver",
+    Category.INTERCONNECT_SWITCH: "Interconnect switch",
+    Category.STORAGE_SWITCH: "Storage switch",
+    Category.MISCONFIGURATION: "Misconfiguration",
+}
 BOARD_FILTERS = ("category", "pod", "component", "severity", "source")
 COMPONENTS = ("gpu", "nic", "node", "switch", "port")
 
@@ -232,5 +241,7 @@ class StatisticsView(RoleRequiredMixin, TemplateView):
                 for value, label in Category.choices if value != Category.UNCLASSIFIED
             ],
         }
-        context.update(stats=stats, chart=chart, categories=Category.choices)
+        short = [(value, label, SHORT_CATEGORY_LABELS[value])
+                 for value, label in Category.choices if value in SHORT_CATEGORY_LABELS]
+        context.update(stats=stats, chart=chart, month_columns=short)
         return context

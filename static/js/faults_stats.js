@@ -14,8 +14,9 @@
         { values: (u, ticks) => ticks.map((t) => labels[t] ?? ""), splits: () => x },
         { label: options.unit || "" },
       ],
-      series: [{}, ...series.map((s, i) => ({
-        label: s.label, stroke: COLOURS[i % COLOURS.length], fill: COLOURS[i % COLOURS.length] + "cc",
+      series: [{ value: (u, v) => (v == null ? "--" : labels[v] ?? "--") }, ...series.map((s, i) => ({
+        label: s.label, stroke: s.colour, fill: s.colour + "cc",
+        value: (u, v, si, idx) => (idx == null ? "--" : String(s.shown ? s.shown[idx] : v ?? "--")),
         paths: uPlot.paths.bars({ size: [0.6, 64] }), points: { show: false },
       }))],
     }, [x, ...series.map((s) => s.values)], target);
@@ -24,11 +25,12 @@
 
   function stack(series) {
     // Cumulative sums drawn back to front so each category shows as its own band.
+    // The legend shows each category's own count (`shown`), not the cumulative height.
     const sums = [];
     let running = null;
-    series.forEach((s) => {
-      running = running ? running.map((v, i) => v + s.counts[i]) : s.counts.slice();
-      sums.push({ label: s.label, values: running.slice() });
+    series.forEach((s, i) => {
+      running = running ? running.map((v, j) => v + s.counts[j]) : s.counts.slice();
+      sums.push({ label: s.label, values: running.slice(), shown: s.counts, colour: COLOURS[i % COLOURS.length] });
     });
     return sums.reverse();
   }
@@ -39,7 +41,7 @@
     const perMonth = document.getElementById("fault-month-chart");
     if (perMonth) bars(perMonth, data.months, stack(data.categories), { unit: "faults" });
     const mttr = document.getElementById("fault-mttr-chart");
-    if (mttr) bars(mttr, data.months, [{ label: "MTTR (h)", values: data.mttr }], { unit: "hours" });
+    if (mttr) bars(mttr, data.months, [{ label: "MTTR (h)", values: data.mttr, colour: "#1f5fd6" }], { unit: "hours" });
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();

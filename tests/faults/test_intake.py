@@ -270,3 +270,31 @@ def test_webhook_needs_a_token(fleet, client):
 def test_naive_observed_at_is_taken_as_utc(fleet, agent):
     response = post_json(agent, EVENTS, xid_event(observed_at="2025-01-14T03:12:00"))
     assert response.json()["ticket"]["detected_at"].startswith("2025-01-14T03:12:00")
+
+
+def test_refused_deliveries_can_be_inspected_through_the_api(fleet, agent, api_as):
+    post_json(agent, EVENTS, xid_event(xid=31))
+    post_json(agent, EVENTS, xid_event())
+    viewer = api_as(Role.VIEWER)
+    refused = viewer.get("/api/faults/intake/", {"accepted": "false"}).json()["results"]
+    assert len(refused) == 1
+    assert refused[0]["payload"]["xid"] == 31 and "xid" in refused[0]["errors"]
+    accepted = viewer.get("/api/faults/intake/", {"channel": "platform", "accepted": "true"})
+    assert len(accepted.json()["results"]) == 1
+
+
+def test_ticket_list_api_filters(fleet, agent, api_as):
+    post_json(agent, EVENTS, xid_event())
+    post_json(agent, EVENTS, {"kind": "switch_reboot", "switch": "storage-sw1"})
+    post_json(api_as(Role.ONCALL), "/api/faults/tickets/", {"summary": "slow", "node": "gpu002"})
+    viewer = api_as(Role.VIEWER)
+
+    def ids(**query):
+        return sorted(t["summary"] for t in viewer.get("/api/faults/tickets/", query).json()[
+            "results"])
+
+    assert ids(source="user_report") == ["slow"]
+    assert ids(category="storage_switch") == ["Switch rebooted on storage-sw1"]
+    assert ids(status="open", pod="pod1") == ["XID 79 GPU fell off the bus on gpu001 GPU3"]
+    assert ids(component="switch") == ["Switch rebooted on storage-sw1"]
+    assert len(ids(status="open")) == 3 and ids(status="closed") == []
