@@ -202,7 +202,9 @@ class ReportView(RoleRequiredMixin, View):
         if form.is_valid():
             data = form.cleaned_data
             gpu = None
-            if data.get("gpu") is not None and data.get("node"):
+            if data.get("gpu") is not None and not data.get("node"):
+                form.add_error("gpu", "Name the node the GPU is in.")
+            elif data.get("gpu") is not None:
                 gpu = GPU.objects.filter(node=data["node"], index=data["gpu"]).first()
                 if gpu is None:
                     form.add_error("gpu", f"{data['node'].hostname} has no GPU{data['gpu']}.")

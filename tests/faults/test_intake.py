@@ -298,3 +298,18 @@ def test_ticket_list_api_filters(fleet, agent, api_as):
     assert ids(status="open", pod="pod1") == ["XID 79 GPU fell off the bus on gpu001 GPU3"]
     assert ids(component="switch") == ["Switch rebooted on storage-sw1"]
     assert len(ids(status="open")) == 3 and ids(status="closed") == []
+
+
+def test_ticket_list_api_query_count_does_not_grow(fleet, agent, api_as,
+                                                    django_assert_max_num_queries):
+    viewer = api_as(Role.VIEWER)
+    post_json(agent, EVENTS, xid_event())
+    with django_assert_max_num_queries(20) as baseline:
+        viewer.get("/api/faults/tickets/")
+    baseline_count = len(baseline.captured_queries)  # now: a later request resets the log
+    assert baseline_count > 0
+    for index in range(8):
+        post_json(agent, EVENTS, xid_event(node="gpu002", gpu=index))
+    post_json(agent, EVENTS, {"kind": "nic_error", "node": "gpu002", "nic": "mlx5_0"})
+    with django_assert_max_num_queries(baseline_count):
+        assert len(viewer.get("/api/faults/tickets/").json()["results"]) >= 3
