@@ -523,7 +523,8 @@ def transition_ticket(
             Status.CLOSED: "closed_at",
         }
         stamp = stamps.get(to_status)
-        # The first time counts (a ticket mitigated twice was mitigated at the first time).
+        # The first time counts (a ticket mitigated twice was mitigated the first time), except
+        # resolution: after a failed verification the fix that held is the one MTTR measures.
         if stamp and (getattr(ticket, stamp) is None or to_status == Status.RESOLVED):
             setattr(ticket, stamp, now)
             changed.append(stamp)

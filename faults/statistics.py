@@ -22,7 +22,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from faults.models import Category, FaultTicket, FaultTransition
+from faults.models import Category, FaultTicket, FaultTransition, RecoveryMethod
 from faults.workflow import Status
 
 TAXONOMY = [category for category in Category if category != Category.UNCLASSIFIED]
@@ -135,8 +135,14 @@ def fault_statistics(*, start: datetime | None = None, end: datetime | None = No
     period = (end or now) - period_start
     by_node = Counter(t.node.hostname for t in tickets if t.node_id)
     by_gpu = Counter(t.gpu_serial for t in tickets if t.gpu_serial)
+    recoveries = Counter(t.recovery_method for t in tickets if t.recovery_method)
     return {
         "period": {"start": period_start, "end": end or now, "hours": _hours(period)},
+        "by_recovery_method": [
+            {"method": method.value, "label": method.label, "count": recoveries[method],
+             "share": share(recoveries[method], len(tickets))}
+            for method in RecoveryMethod
+        ],
         "by_category": per_category,
         "total": table["total"],
         "total_share": table["total_share"],

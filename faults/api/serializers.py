@@ -226,8 +226,16 @@ class PeriodSerializer(serializers.Serializer):
     hours = serializers.FloatField()
 
 
+class RecoveryStatisticsSerializer(serializers.Serializer):
+    method = serializers.CharField()
+    label = serializers.CharField()
+    count = serializers.IntegerField()
+    share = serializers.DecimalField(max_digits=4, decimal_places=1, coerce_to_string=False)
+
+
 class StatisticsSerializer(serializers.Serializer):
     period = PeriodSerializer()
+    by_recovery_method = RecoveryStatisticsSerializer(many=True)
     by_category = CategoryStatisticsSerializer(many=True)
     total = serializers.IntegerField()
     total_share = serializers.DecimalField(max_digits=4, decimal_places=1, coerce_to_string=False)

@@ -14,16 +14,19 @@ from portal.models import Role
 
 # (month, category, recovery): 13 in January, 5 in February, 3 in March 2025;
 # categories 9/4/1/5/1/1.
+# Node-level restarts fixed 10; vendor replacement (GPU tray, NVLink module, NIC transceiver) 3.
 PAPER_FAULTS = (
-    [(1, Category.GPU, "warm_reboot")] * 5 + [(1, Category.GPU, "part_replaced")]
+    [(1, Category.GPU, "warm_reboot")] * 3 + [(1, Category.GPU, "gpu_reset")] * 2
+    + [(1, Category.GPU, "part_replaced")]
     + [(1, Category.NVLINK_NVSWITCH_PCIE, "cold_reboot")] * 2
     + [(1, Category.NVLINK_NVSWITCH_PCIE, "part_replaced")]
-    + [(1, Category.INTERCONNECT_SWITCH, "warm_reboot")] * 3
+    + [(1, Category.INTERCONNECT_SWITCH, "warm_reboot")] * 2
+    + [(1, Category.INTERCONNECT_SWITCH, "configuration_fixed")]
     + [(1, Category.MISCONFIGURATION, "configuration_fixed")]
-    + [(2, Category.GPU, "gpu_reset")] * 2 + [(2, Category.NVLINK_NVSWITCH_PCIE, "cold_reboot")]
+    + [(2, Category.GPU, "gpu_reset")] * 2 + [(2, Category.NVLINK_NVSWITCH_PCIE, "gpu_reset")]
     + [(2, Category.INTERCONNECT_SWITCH, "warm_reboot")]
     + [(2, Category.NIC_TRANSCEIVER, "part_replaced")]
-    + [(3, Category.GPU, "warm_reboot"), (3, Category.INTERCONNECT_SWITCH, "warm_reboot"),
+    + [(3, Category.GPU, "none_needed"), (3, Category.INTERCONNECT_SWITCH, "warm_reboot"),
        (3, Category.STORAGE_SWITCH, "warm_reboot")]
 )
 TABLE_13 = [
@@ -72,6 +75,16 @@ def test_table_13_counts_and_shares_exactly(paper_faults):
     rows = [(r["category"], r["label"], r["count"], str(r["share"])) for r in stats["by_category"]]
     assert rows == TABLE_13
     assert stats["total"] == 21 and stats["total_share"] == Decimal("100.0")
+
+
+def test_recovery_methods(paper_faults):
+    by_method = {r["method"]: r["count"] for r in fault_statistics()["by_recovery_method"]}
+    # The paper: node-level restarts fixed 10 of 21; three needed vendor replacement.
+    assert by_method["warm_reboot"] + by_method["cold_reboot"] == 10
+    assert by_method["part_replaced"] == 3
+    assert sum(by_method.values()) == 21
+    shares = {r["method"]: str(r["share"]) for r in fault_statistics()["by_recovery_method"]}
+    assert shares["part_replaced"] == "14.3"
 
 
 def test_burn_in_by_month(paper_faults):
