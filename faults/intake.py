@@ -234,6 +234,8 @@ def _incident_from_fields(fields: dict, *, source: str, prefix: str) -> Incident
     summary = f"{rule.title} on {_component_words(components)}"
     if kind == "ecc":
         summary += f" ({details['single_bit']} single-bit, {details['double_bit']} double-bit)"
+    if source == Source.PLATFORM and components.switch is not None:
+        source = Source.SWITCH  # the switch's own log (syslog forwarder), not a node's agent
     return Incident(
         source=source,
         rule=rule,

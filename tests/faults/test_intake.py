@@ -96,6 +96,7 @@ def test_other_platform_kinds(fleet, agent):
     assert nic.json()["ticket"]["nic"] == "mlx5_1"
     storage = post_json(agent, EVENTS, {"kind": "switch_reboot", "switch": "storage-sw1"})
     assert storage.json()["ticket"]["category"] == "storage_switch"
+    assert storage.json()["ticket"]["sources"] == ["switch"]
     leaf = post_json(agent, EVENTS, {"kind": "switch_reboot", "switch": "leaf-p1-r0"})
     assert (leaf.json()["ticket"]["category"], leaf.json()["ticket"]["subtype"]) == (
         "interconnect_switch", "leaf")
@@ -313,3 +314,21 @@ def test_ticket_list_api_query_count_does_not_grow(fleet, agent, api_as,
     post_json(agent, EVENTS, {"kind": "nic_error", "node": "gpu002", "nic": "mlx5_0"})
     with django_assert_max_num_queries(baseline_count):
         assert len(viewer.get("/api/faults/tickets/").json()["results"]) >= 3
+
+
+def test_recurrence_within_the_window_links_the_earlier_ticket(fleet, agent, make_user, settings):
+    from faults import services
+
+    settings.FAULTS_REOPEN_WINDOW_HOURS = 24
+    first = FaultTicket.objects.get(pk=post_json(agent, EVENTS, xid_event()).json()["ticket"]["id"])
+    oncall = make_user(Role.ONCALL)
+    services.transition_ticket(ticket=first, to_status="triaged", actor=oncall)
+    services.transition_ticket(ticket=first, to_status="resolved", actor=oncall,
+                               recovery_method="warm_reboot")
+    again = post_json(agent, EVENTS, xid_event())
+    assert again.status_code == 201
+    second = FaultTicket.objects.get(pk=again.json()["ticket"]["id"])
+    assert second.reopened_from == first
+    assert second.timeline.filter(text__contains=f"Recurrence of FT-{first.pk}").exists()
+    # A second drain for the recurrence: a new ticket, a new Action.
+    assert second.actions.get().pk != first.actions.get().pk
