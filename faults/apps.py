@@ -3,3 +3,14 @@ from django.apps import AppConfig
 
 class FaultsConfig(AppConfig):
     name = "faults"
+
+    def ready(self):
+        from faults import services
+        from faults.selectors import can_read_faults
+        from jobs import hooks
+        from portal.realtime import register_group_access
+
+        hooks.register_node_unhealthy_listener(services.on_node_unhealthy)
+        hooks.register_resume_guard(services.open_ticket_resume_blockers)
+        # The board's live group: cluster-wide roles only, never tenant admins (as the API).
+        register_group_access("faults", lambda user, group: can_read_faults(user))

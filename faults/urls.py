@@ -1,5 +1,19 @@
-"""Pages of the faults app (namespace `faults`)."""
+"""Pages of the faults app (namespace `faults`), mounted at /faults/."""
+
+from django.urls import path
+
+from faults import views
 
 app_name = "faults"
 
-urlpatterns: list = []
+urlpatterns = [
+    path("", views.BoardView.as_view(), name="board"),
+    path("tickets/", views.TicketListView.as_view(), name="ticket-list"),
+    path("report/", views.ReportView.as_view(), name="report"),
+    path("statistics/", views.StatisticsView.as_view(), name="statistics"),
+    path("<int:pk>/", views.TicketDetailView.as_view(), name="ticket"),
+    path("<int:pk>/acknowledge/", views.AcknowledgeView.as_view(), name="acknowledge"),
+    path("<int:pk>/transition/", views.TransitionView.as_view(), name="transition"),
+    path("<int:pk>/notes/", views.NoteView.as_view(), name="note"),
+    path("<int:pk>/reopen/", views.ReopenView.as_view(), name="reopen"),
+]

@@ -260,6 +260,24 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
 }
 
+# --- faults (issue 5) ---------------------------------------------------------------------------
+# Name the fault enums so they do not collide with the Actions' "status" in the OpenAPI schema.
+SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
+    **SPECTACULAR_SETTINGS.get("ENUM_NAME_OVERRIDES", {}),
+    "FaultStatusEnum": "faults.workflow.Status",
+    "FaultSourceEnum": "faults.models.Source",
+    "ActionStatusEnum": "portal.models.actions.ActionStatus",
+}
+# Hours after resolution during which a ticket may be reopened (a new ticket linked to it), and
+# an event with the same fingerprint is linked as a recurrence.
+FAULTS_REOPEN_WINDOW_HOURS = env_float(ENV, "FAULTS_REOPEN_WINDOW_HOURS", 72.0)
+# Per event kind, fields replacing the built-in policy rules (faults/policies.py), e.g.
+# {"xid:63": {"auto": ["drain"]}}; and how many earlier tickets make a repeat offender.
+FAULTS_POLICY_OVERRIDES: dict = {}
+FAULTS_REPEAT_THRESHOLD = 2
+# Extra Alertmanager alertname -> event kind mappings (faults/intake.py has the defaults).
+FAULTS_ALERTNAME_KINDS: dict = {}
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -1,0 +1,245 @@
+"""Serializers of the faults API: shapes only, no business logic (that is in faults.services)."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from faults.intake import DEFAULT_ALERTNAME_KINDS
+from faults.models import (
+    Category,
+    FaultTicket,
+    FaultTransition,
+    IntakeRecord,
+    RecoveryMethod,
+    Source,
+    TimelineEntry,
+)
+from faults.policies import KNOWN_XIDS, PLATFORM_KINDS
+from faults.workflow import Status, allowed_targets
+
+
+class TicketSerializer(serializers.ModelSerializer):
+    reference = serializers.CharField(read_only=True)
+    node = serializers.CharField(source="node.hostname", default=None, read_only=True)
+    pod = serializers.CharField(source="node.pod.name", default=None, read_only=True)
+    gpu_index = serializers.IntegerField(source="gpu.index", default=None, read_only=True)
+    nic = serializers.CharField(source="nic.device", default=None, read_only=True)
+    switch = serializers.CharField(source="switch.hostname", default=None, read_only=True)
+    port = serializers.CharField(source="port.name", default=None, read_only=True)
+    responder = serializers.CharField(source="responder.username", default=None, read_only=True)
+    allowed_transitions = serializers.SerializerMethodField()
+
+    class Meta:
+        model = FaultTicket
+        fields = [
+            "id", "reference", "status", "allowed_transitions", "category", "subtype",
+            "severity", "summary", "fingerprint", "sources", "event_count", "node", "pod",
+            "gpu_index", "gpu_serial", "gpu_suspect", "nic", "switch", "port", "responder",
+            "reopened_from", "detected_at", "acknowledged_at", "triaged_at", "mitigated_at",
+            "resolved_at", "verified_at", "closed_at", "last_event_at", "rma_part",
+            "rma_case_number", "rma_expected_at", "recovery_method", "alert_fingerprints",
+        ]
+        read_only_fields = fields
+
+    def get_allowed_transitions(self, ticket) -> list[str]:
+        return list(allowed_targets(ticket.status))
+
+
+class TimelineEntrySerializer(serializers.ModelSerializer):
+    author = serializers.CharField(source="author.username", default=None, read_only=True)
+
+    class Meta:
+        model = TimelineEntry
+        fields = ["id", "at", "kind", "text", "author", "source", "action", "intake"]
+        read_only_fields = fields
+
+
+class TransitionRowSerializer(serializers.ModelSerializer):
+    actor = serializers.CharField(source="actor.username", default=None, read_only=True)
+
+    class Meta:
+        model = FaultTransition
+        fields = ["id", "from_status", "to_status", "actor", "at", "note"]
+        read_only_fields = fields
+
+
+class HistoryTicketSerializer(serializers.ModelSerializer):
+    reference = serializers.CharField(read_only=True)
+
+    class Meta:
+        model = FaultTicket
+        fields = ["id", "reference", "status", "category", "summary", "detected_at",
+                  "resolved_at", "recovery_method"]
+        read_only_fields = fields
+
+
+class TicketDetailSerializer(TicketSerializer):
+    timeline = TimelineEntrySerializer(many=True, read_only=True)
+    transitions = TransitionRowSerializer(many=True, read_only=True)
+    actions = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
+
+    class Meta(TicketSerializer.Meta):
+        fields = [*TicketSerializer.Meta.fields, "timeline", "transitions", "actions"]
+        read_only_fields = fields
+
+
+class UserReportSerializer(serializers.Serializer):
+    summary = serializers.CharField(max_length=300)
+    node = serializers.CharField(required=False, allow_blank=True, help_text="hostname")
+    gpu = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=7,
+                                   help_text="GPU index on the node")
+    switch = serializers.CharField(required=False, allow_blank=True, help_text="hostname")
+    category = serializers.ChoiceField(choices=Category.choices, required=False, allow_blank=True)
+    description = serializers.CharField(required=False, allow_blank=True, max_length=5000)
+    detected_at = serializers.DateTimeField(required=False, allow_null=True)
+
+
+class TransitionRequestSerializer(serializers.Serializer):
+    to_status = serializers.ChoiceField(choices=Status.choices)
+    note = serializers.CharField(required=False, allow_blank=True, max_length=5000)
+    category = serializers.ChoiceField(choices=Category.choices, required=False)
+    subtype = serializers.CharField(required=False, allow_blank=True, max_length=32)
+    recovery_method = serializers.ChoiceField(choices=RecoveryMethod.choices, required=False)
+    rma_part = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    rma_case_number = serializers.CharField(required=False, allow_blank=True, max_length=100)
+    rma_expected_at = serializers.DateField(required=False, allow_null=True)
+
+
+class NoteSerializer(serializers.Serializer):
+    text = serializers.CharField(max_length=5000)
+
+
+class ReopenSerializer(serializers.Serializer):
+    note = serializers.CharField(required=False, allow_blank=True, max_length=5000)
+
+
+class PlatformEventSerializer(serializers.Serializer):
+    """Documentation of the platform event body (validated by faults.intake)."""
+
+    kind = serializers.ChoiceField(choices=[(k, k) for k in PLATFORM_KINDS])
+    node = serializers.CharField(required=False, help_text="hostname; all kinds but switch_reboot")
+    gpu = serializers.CharField(
+        required=False, help_text="index 0-7, UUID or serial (xid, ecc, gpu_unresponsive, nvlink)"
+    )
+    xid = serializers.ChoiceField(choices=[(x, str(x)) for x in KNOWN_XIDS], required=False)
+    ecc = serializers.DictField(
+        child=serializers.IntegerField(min_value=0), required=False,
+        help_text='{"single_bit": n, "double_bit": n} for kind ecc',
+    )
+    nic = serializers.CharField(required=False, help_text="device, e.g. mlx5_0 (nic/transceiver)")
+    switch = serializers.CharField(required=False, help_text="hostname (switch_reboot)")
+    port = serializers.CharField(required=False, help_text="switch port, e.g. Ethernet0")
+    message = serializers.CharField(required=False, max_length=1000)
+    observed_at = serializers.DateTimeField(required=False)
+
+
+class IntakeResultSerializer(serializers.Serializer):
+    ticket = TicketSerializer()
+    created = serializers.BooleanField()
+
+
+class AlertSerializer(serializers.Serializer):
+    status = serializers.CharField(help_text="firing or resolved")
+    labels = serializers.DictField(
+        child=serializers.CharField(),
+        help_text="alertname (" + ", ".join(DEFAULT_ALERTNAME_KINDS) + ", or any), node/instance, "
+        "gpu, xid, device, switch, severity, category",
+    )
+    annotations = serializers.DictField(child=serializers.CharField(), required=False)
+    startsAt = serializers.DateTimeField()
+    endsAt = serializers.DateTimeField(required=False)
+    fingerprint = serializers.CharField(required=False)
+
+
+class AlertmanagerWebhookSerializer(serializers.Serializer):
+    version = serializers.CharField(help_text='"4"')
+    status = serializers.CharField(help_text="firing or resolved")
+    receiver = serializers.CharField(required=False)
+    alerts = AlertSerializer(many=True)
+
+
+class AlertOutcomeSerializer(serializers.Serializer):
+    ticket = serializers.IntegerField(allow_null=True)
+    status = serializers.CharField()
+    created = serializers.BooleanField(required=False)
+
+
+class AlertmanagerResultSerializer(serializers.Serializer):
+    alerts = AlertOutcomeSerializer(many=True)
+
+
+class IntakeRecordSerializer(serializers.ModelSerializer):
+    tickets = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
+    submitted_by = serializers.CharField(source="submitted_by.username", default=None)
+    channel = serializers.ChoiceField(choices=Source.choices)
+
+    class Meta:
+        model = IntakeRecord
+        fields = ["id", "channel", "received_at", "accepted", "errors", "payload", "raw_body",
+                  "submitted_by", "tickets"]
+        read_only_fields = fields
+
+
+class CategoryStatisticsSerializer(serializers.Serializer):
+    category = serializers.CharField()
+    label = serializers.CharField()
+    count = serializers.IntegerField()
+    share = serializers.DecimalField(max_digits=4, decimal_places=1, coerce_to_string=False)
+    mtta_hours = serializers.FloatField(allow_null=True)
+    mttr_hours = serializers.FloatField(allow_null=True)
+    awaiting_vendor_hours = serializers.FloatField(allow_null=True)
+
+
+class MonthStatisticsSerializer(serializers.Serializer):
+    month = serializers.CharField()
+    count = serializers.IntegerField()
+    share = serializers.DecimalField(max_digits=4, decimal_places=1, coerce_to_string=False)
+    by_category = serializers.DictField(child=serializers.IntegerField())
+    mtta_hours = serializers.FloatField(allow_null=True)
+    mttr_hours = serializers.FloatField(allow_null=True)
+    awaiting_vendor_hours = serializers.FloatField(allow_null=True)
+
+
+class TimesSerializer(serializers.Serializer):
+    mtta_hours = serializers.FloatField(allow_null=True)
+    mttr_hours = serializers.FloatField(allow_null=True)
+    awaiting_vendor_hours = serializers.FloatField(allow_null=True)
+    acknowledged = serializers.IntegerField()
+    resolved = serializers.IntegerField()
+
+
+class NodeMtbfSerializer(serializers.Serializer):
+    node = serializers.CharField()
+    faults = serializers.IntegerField()
+    mtbf_hours = serializers.FloatField()
+
+
+class GpuMtbfSerializer(serializers.Serializer):
+    gpu_serial = serializers.CharField()
+    faults = serializers.IntegerField()
+    mtbf_hours = serializers.FloatField()
+
+
+class PeriodSerializer(serializers.Serializer):
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+    hours = serializers.FloatField()
+
+
+class RecoveryStatisticsSerializer(serializers.Serializer):
+    method = serializers.CharField()
+    label = serializers.CharField()
+    count = serializers.IntegerField()
+    share = serializers.DecimalField(max_digits=4, decimal_places=1, coerce_to_string=False)
+
+
+class StatisticsSerializer(serializers.Serializer):
+    period = PeriodSerializer()
+    by_recovery_method = RecoveryStatisticsSerializer(many=True)
+    by_category = CategoryStatisticsSerializer(many=True)
+    total = serializers.IntegerField()
+    total_share = serializers.DecimalField(max_digits=4, decimal_places=1, coerce_to_string=False)
+    by_month = MonthStatisticsSerializer(many=True)
+    overall = TimesSerializer()
+    mtbf_by_node = NodeMtbfSerializer(many=True)
+    mtbf_by_gpu_serial = GpuMtbfSerializer(many=True)

@@ -1,0 +1,227 @@
+"""The faults API: tickets and their workflow, intake channels, statistics."""
+
+from __future__ import annotations
+
+from django.utils.dateparse import parse_datetime
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from faults import selectors, services, statistics
+from faults.api import serializers as fault_serializers
+from faults.models import FaultTicket, IntakeRecord
+from faults.selectors import FAULT_ACTORS, FAULT_READERS
+from inventory.models import GPU, Node, Switch
+from portal.api.viewsets import SelectorQuerysetMixin
+from portal.errors import InvalidInput
+
+TICKET_FILTERS = ("status", "category", "severity", "source", "pod", "node", "component", "q")
+
+
+class FaultPermissions:
+    """Cluster-wide roles read; admins, operators and on-call act; tenant admins get nothing."""
+
+    read_roles = FAULT_READERS
+    write_roles = FAULT_ACTORS
+
+
+def _raw_body(request) -> str:
+    return request.body.decode("utf-8", errors="replace")
+
+
+class TicketViewSet(
+    FaultPermissions,
+    SelectorQuerysetMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Fault tickets. Filters: status (or `open`), category, severity, source, pod, node,
+    component (gpu, nic, switch, port, node), q."""
+
+    queryset = FaultTicket.objects.none()
+    serializer_class = fault_serializers.TicketSerializer
+    filter_backends: list = []  # the selector filters; see TICKET_FILTERS
+
+    def restrict_queryset(self, user):
+        filters = {name: self.request.query_params.get(name) for name in TICKET_FILTERS}
+        tickets = selectors.ticket_list(user=user, filters=filters)
+        if self.action == "retrieve":
+            tickets = tickets.prefetch_related("timeline__author", "transitions__actor", "actions")
+        return tickets
+
+    def get_serializer_class(self):
+        if self.action == "retrieve":
+            return fault_serializers.TicketDetailSerializer
+        return super().get_serializer_class()
+
+    @extend_schema(
+        summary="List fault tickets",
+        parameters=[OpenApiParameter(name, OpenApiTypes.STR) for name in TICKET_FILTERS],
+    )
+    def list(self, request, *args, **kwargs):
+        return super().list(request, *args, **kwargs)
+
+    @extend_schema(
+        summary="Report a fault (user report channel)",
+        request=fault_serializers.UserReportSerializer,
+        responses={201: fault_serializers.IntakeResultSerializer,
+                   200: fault_serializers.IntakeResultSerializer},
+    )
+    def create(self, request, *args, **kwargs):
+        body = fault_serializers.UserReportSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        node = _by_name(Node, data.get("node"), "node")
+        switch = _by_name(Switch, data.get("switch"), "switch")
+        gpu = None
+        if data.get("gpu") is not None:
+            if node is None:
+                raise InvalidInput({"gpu": ["Name the node the GPU is in."]})
+            gpu = GPU.objects.filter(node=node, index=data["gpu"]).first()
+            if gpu is None:
+                raise InvalidInput({"gpu": [f"{node.hostname} has no GPU{data['gpu']}."]})
+        ticket, created = services.submit_user_report(
+            reported_by=request.user, summary=data["summary"], node=node, gpu=gpu, switch=switch,
+            category=data.get("category", ""), description=data.get("description", ""),
+            detected_at=data.get("detected_at"),
+        )
+        return _intake_response(ticket, created)
+
+    @extend_schema(
+        summary="Move a ticket along the workflow",
+        request=fault_serializers.TransitionRequestSerializer,
+        responses={200: fault_serializers.TicketSerializer,
+                   409: OpenApiResponse(description="Not allowed from this state; `allowed` "
+                                                    "names the states that are")},
+    )
+    @action(detail=True, methods=["post"])
+    def transition(self, request, pk=None):
+        body = fault_serializers.TransitionRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        ticket = services.transition_ticket(
+            ticket=self.get_object(), actor=request.user, **body.validated_data
+        )
+        return Response(fault_serializers.TicketSerializer(ticket).data)
+
+    @extend_schema(summary="Acknowledge: become the responder", request=None,
+                   responses={200: fault_serializers.TicketSerializer})
+    @action(detail=True, methods=["post"])
+    def acknowledge(self, request, pk=None):
+        ticket = services.acknowledge_ticket(ticket=self.get_object(), actor=request.user)
+        return Response(fault_serializers.TicketSerializer(ticket).data)
+
+    @extend_schema(summary="Add a note to the timeline", request=fault_serializers.NoteSerializer,
+                   responses={201: fault_serializers.TimelineEntrySerializer})
+    @action(detail=True, methods=["post"])
+    def notes(self, request, pk=None):
+        body = fault_serializers.NoteSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        entry = services.add_note(
+            ticket=self.get_object(), author=request.user, text=body.validated_data["text"]
+        )
+        return Response(fault_serializers.TimelineEntrySerializer(entry).data, status=201)
+
+    @extend_schema(summary="Reopen: a new ticket linked to this one (within the window)",
+                   request=fault_serializers.ReopenSerializer,
+                   responses={201: fault_serializers.TicketSerializer})
+    @action(detail=True, methods=["post"])
+    def reopen(self, request, pk=None):
+        body = fault_serializers.ReopenSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        ticket = services.reopen_ticket(
+            ticket=self.get_object(), actor=request.user, note=body.validated_data.get("note", "")
+        )
+        return Response(fault_serializers.TicketSerializer(ticket).data, status=201)
+
+    @extend_schema(summary="Earlier and later tickets on the same GPU serial or node",
+                   responses={200: fault_serializers.HistoryTicketSerializer(many=True)})
+    @action(detail=True, methods=["get"])
+    def history(self, request, pk=None):
+        history = selectors.component_history(self.get_object())
+        return Response(fault_serializers.HistoryTicketSerializer(history, many=True).data)
+
+
+def _by_name(model, hostname, field_name):
+    if not hostname:
+        return None
+    found = model.objects.filter(hostname=hostname).first()
+    if found is None:
+        raise InvalidInput({field_name: [f"Unknown {field_name} {hostname!r}."]})
+    return found
+
+
+def _intake_response(ticket, created) -> Response:
+    body = {"ticket": fault_serializers.TicketSerializer(ticket).data, "created": created}
+    return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class PlatformEventView(FaultPermissions, APIView):
+    """Platform monitor intake (node agent, DCGM exporter, switch log forwarder)."""
+
+    @extend_schema(
+        summary="Deliver a platform event (XID, ECC, GPU unresponsive, NVLink, NIC, switch)",
+        request=fault_serializers.PlatformEventSerializer,
+        responses={201: fault_serializers.IntakeResultSerializer,
+                   200: fault_serializers.IntakeResultSerializer,
+                   400: OpenApiResponse(description="Unknown kind, XID or component; the raw "
+                                                    "event is kept as an intake record")},
+    )
+    def post(self, request):
+        ticket, created = services.receive_platform_event(
+            raw_body=_raw_body(request), submitted_by=request.user
+        )
+        return _intake_response(ticket, created)
+
+
+class AlertmanagerWebhookView(FaultPermissions, APIView):
+    """Alertmanager webhook receiver (payload version 4), authenticated with a portal token."""
+
+    @extend_schema(
+        summary="Alertmanager webhook (v4): firing opens or attaches, resolved is recorded",
+        request=fault_serializers.AlertmanagerWebhookSerializer,
+        responses={200: fault_serializers.AlertmanagerResultSerializer,
+                   400: OpenApiResponse(description="Malformed; the raw body is kept")},
+    )
+    def post(self, request):
+        outcome = services.receive_alertmanager(
+            raw_body=_raw_body(request), submitted_by=request.user
+        )
+        return Response({"alerts": outcome})
+
+
+class IntakeRecordViewSet(FaultPermissions, SelectorQuerysetMixin, viewsets.ReadOnlyModelViewSet):
+    """Every delivery to an intake channel as received, accepted or refused (with the reason)."""
+
+    queryset = IntakeRecord.objects.none()
+    serializer_class = fault_serializers.IntakeRecordSerializer
+    filterset_fields = ["channel", "accepted"]
+
+    def restrict_queryset(self, user):
+        return selectors.intake_list(user=user)
+
+
+class StatisticsView(FaultPermissions, APIView):
+    @extend_schema(
+        summary="Fault statistics: Table 13 by category, by month, MTTA, MTTR, MTBF",
+        parameters=[
+            OpenApiParameter("start", OpenApiTypes.DATETIME, description="detected at or after"),
+            OpenApiParameter("end", OpenApiTypes.DATETIME, description="detected before"),
+        ],
+        responses={200: fault_serializers.StatisticsSerializer},
+    )
+    def get(self, request):
+        bounds = {}
+        for name in ("start", "end"):
+            value = request.query_params.get(name)
+            if value:
+                parsed = parse_datetime(value)
+                if parsed is None:
+                    raise InvalidInput({name: ["Use an ISO 8601 date and time."]})
+                bounds[name] = parsed
+        data = statistics.fault_statistics(**bounds)
+        return Response(fault_serializers.StatisticsSerializer(data).data)

@@ -1,0 +1,110 @@
+"""Reads of the faults app, restricted by who is asking.
+
+Fault tickets are operational data about shared hardware: the cluster-wide roles (admin,
+operator, on-call, viewer) see them; tenant admins see none at all.
+"""
+
+from __future__ import annotations
+
+from django.db.models import Q, QuerySet
+
+from faults.models import FaultTicket, IntakeRecord, TimelineEntry
+from faults.workflow import BOARD_STATUSES, OPEN_STATUSES, Status
+from portal.models import Role
+from portal.models.accounts import CLUSTER_WIDE_ROLES
+
+SEVERITY_ORDER = {"critical": 0, "major": 1, "minor": 2}
+FAULT_READERS = CLUSTER_WIDE_ROLES
+FAULT_ACTORS = frozenset({Role.ADMIN, Role.OPERATOR, Role.ONCALL})
+
+
+def can_read_faults(user) -> bool:
+    return getattr(user, "is_authenticated", False) and user.role in FAULT_READERS
+
+
+def can_act_on_faults(user) -> bool:
+    return getattr(user, "is_authenticated", False) and user.role in FAULT_ACTORS
+
+
+def ticket_list(*, user, filters: dict | None = None) -> QuerySet[FaultTicket]:
+    """Tickets `user` may see, with the components the lists show, filtered by
+    status (or "open"), category, severity, source, pod (name), node (hostname), component
+    ("gpu", "nic", "switch", "port", "node") and q (summary text)."""
+    if not can_read_faults(user):
+        return FaultTicket.objects.none()
+    tickets = FaultTicket.objects.select_related(
+        "node__pod", "gpu", "nic__node", "switch", "port__switch", "responder"
+    )
+    filters = filters or {}
+    status = filters.get("status")
+    if status == "open":
+        tickets = tickets.filter(status__in=OPEN_STATUSES)
+    elif status:
+        tickets = tickets.filter(status=status)
+    if filters.get("category"):
+        tickets = tickets.filter(category=filters["category"])
+    if filters.get("severity"):
+        tickets = tickets.filter(severity=filters["severity"])
+    if filters.get("source"):
+        # JSON list membership, written so SQLite (the embedded demo) understands it too.
+        tickets = tickets.filter(sources__icontains=f'"{filters["source"]}"')
+    if filters.get("pod"):
+        pod = filters["pod"]
+        tickets = tickets.filter(Q(node__pod__name=pod) | Q(switch__pod__name=pod))
+    if filters.get("node"):
+        tickets = tickets.filter(node__hostname=filters["node"])
+    component = filters.get("component")
+    if component in ("gpu", "nic", "switch", "port", "node"):
+        tickets = tickets.filter(**{f"{component}__isnull": False})
+        if component == "node":  # node-level: no more specific component named
+            tickets = tickets.filter(gpu__isnull=True, nic__isnull=True)
+    if filters.get("q"):
+        tickets = tickets.filter(summary__icontains=filters["q"])
+    return tickets
+
+
+def ticket_get(*, user, pk: int) -> FaultTicket | None:
+    return ticket_list(user=user).filter(pk=pk).first()
+
+
+def board_columns(*, user, filters: dict | None = None) -> list[tuple[str, list[FaultTicket]]]:
+    """The on-call board: tickets waiting for someone, one column per state."""
+    tickets = ticket_list(user=user, filters={**(filters or {}), "status": ""}).filter(
+        status__in=BOARD_STATUSES
+    )
+    by_status: dict[str, list[FaultTicket]] = {status: [] for status in BOARD_STATUSES}
+    for ticket in tickets.order_by("detected_at"):
+        by_status[ticket.status].append(ticket)
+    for column in by_status.values():  # most severe first, then oldest first (sort is stable)
+        column.sort(key=lambda ticket: SEVERITY_ORDER.get(ticket.severity, 9))
+    return [(status, by_status[status]) for status in BOARD_STATUSES]
+
+
+def ticket_timeline(ticket: FaultTicket) -> QuerySet[TimelineEntry]:
+    return ticket.timeline.select_related("author", "action")
+
+
+def component_history(ticket: FaultTicket) -> QuerySet[FaultTicket]:
+    """Every other ticket on the same GPU serial, or else on the same node or switch."""
+    others = FaultTicket.objects.exclude(pk=ticket.pk).select_related("node", "gpu")
+    if ticket.gpu_serial:
+        return others.filter(gpu_serial=ticket.gpu_serial)
+    if ticket.node_id:
+        return others.filter(node_id=ticket.node_id)
+    if ticket.switch_id:
+        return others.filter(switch_id=ticket.switch_id)
+    return others.none()
+
+
+def node_open_tickets(*, user, node) -> QuerySet[FaultTicket]:
+    return ticket_list(user=user, filters={"status": "open"}).filter(node=node)
+
+
+def intake_list(*, user) -> QuerySet[IntakeRecord]:
+    if not can_read_faults(user):
+        return IntakeRecord.objects.none()
+    return IntakeRecord.objects.select_related("submitted_by").prefetch_related("tickets")
+
+
+def open_statuses() -> list[str]:
+    return [status for status in Status.values if status in OPEN_STATUSES]

@@ -1,0 +1,23 @@
+"""Template tags for pages of other apps that show faults (the node page's panel)."""
+
+from __future__ import annotations
+
+from django import template
+
+from faults import selectors
+
+register = template.Library()
+
+
+@register.simple_tag(takes_context=True)
+def node_fault_panel(context, node) -> dict:
+    """Open tickets on `node` and how many it ever had, for users who may see faults."""
+    request = context.get("request")
+    user = getattr(request, "user", None)
+    if node is None or not selectors.can_read_faults(user):
+        return {"visible": False}
+    return {
+        "visible": True,
+        "open": list(selectors.node_open_tickets(user=user, node=node)),
+        "total": selectors.ticket_list(user=user).filter(node=node).count(),
+    }

@@ -1,0 +1,249 @@
+"""Pages of the faults app: the on-call board, a ticket, the report form, statistics."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.views import View
+from django.views.generic import ListView, TemplateView
+
+from faults import selectors, services, statistics
+from faults.forms import TransitionForm, UserReportForm
+from faults.models import Category, RecoveryMethod, Source
+from faults.selectors import FAULT_ACTORS, FAULT_READERS
+from faults.workflow import allowed_targets
+from inventory.models import GPU, Pod
+from portal.errors import InvalidInput, ServiceError
+from portal.views import RoleRequiredMixin
+
+# Column headings of the statistics page's month table (the full labels are in the title).
+SHORT_CATEGORY_LABELS = {
+    Category.GPU: "GPU",
+    Category.NVLINK_NVSWITCH_PCIE: "NVLink / NVSwitch / PCIe",
+    Category.NIC_TRANSCEIVER: "NIC / transceiver",
+    Category.INTERCONNECT_SWITCH: "Interconnect switch",
+    Category.STORAGE_SWITCH: "Storage switch",
+    Category.MISCONFIGURATION: "Misconfiguration",
+}
+BOARD_FILTERS = ("category", "pod", "component", "severity", "source")
+COMPONENTS = ("gpu", "nic", "node", "switch", "port")
+
+
+def _error_text(error: ServiceError) -> str:
+    if isinstance(error.detail, dict):
+        return " ".join(
+            f"{field}: {' '.join(m if isinstance(m, str) else str(m) for m in messages_)}"
+            if isinstance(messages_, list) else f"{field}: {messages_}"
+            for field, messages_ in error.detail.items()
+        )
+    return str(error.detail)
+
+
+def _visible_ticket(request, pk: int):
+    ticket = selectors.ticket_get(user=request.user, pk=pk)
+    if ticket is None:
+        raise Http404("No such fault ticket")
+    return ticket
+
+
+class BoardView(RoleRequiredMixin, TemplateView):
+    """Open tickets by state; filters; acknowledge and transition in place."""
+
+    template_name = "faults/board.html"
+    allowed_roles = FAULT_READERS
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        filters = {name: self.request.GET.get(name, "") for name in BOARD_FILTERS}
+        columns = selectors.board_columns(user=self.request.user, filters=filters)
+        context.update(
+            columns=columns,
+            open_count=sum(len(tickets) for _, tickets in columns),
+            filters=filters,
+            categories=Category.choices,
+            pods=Pod.objects.order_by("name").values_list("name", flat=True),
+            components=COMPONENTS,
+            sources=Source.choices,
+            recovery_methods=RecoveryMethod.choices,
+            can_act=selectors.can_act_on_faults(self.request.user),
+        )
+        return context
+
+
+class TicketListView(RoleRequiredMixin, ListView):
+    """Every ticket, newest first: a node's or a category's history."""
+
+    template_name = "faults/ticket_list.html"
+    allowed_roles = FAULT_READERS
+    context_object_name = "tickets"
+    paginate_by = 50
+    filter_names = ("status", "category", "node", "pod", "component", "source", "q")
+
+    def get_queryset(self):
+        filters = {name: self.request.GET.get(name, "") for name in self.filter_names}
+        return selectors.ticket_list(user=self.request.user, filters=filters)
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        context["filters"] = {name: self.request.GET.get(name, "") for name in self.filter_names}
+        return context
+
+
+class TicketDetailView(RoleRequiredMixin, TemplateView):
+    template_name = "faults/ticket_detail.html"
+    allowed_roles = FAULT_READERS
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        ticket = _visible_ticket(self.request, kwargs["pk"])
+        history = selectors.component_history(ticket)
+        context.update(
+            ticket=ticket,
+            timeline=selectors.ticket_timeline(ticket),
+            transitions=ticket.transitions.select_related("actor"),
+            actions=ticket.actions.order_by("pk"),
+            history=history,
+            history_count=len(history),
+            allowed=allowed_targets(ticket.status),
+            categories=Category.choices,
+            recovery_methods=RecoveryMethod.choices,
+            intake_records=ticket.intake_records.order_by("received_at")[:50],
+            can_act=selectors.can_act_on_faults(self.request.user),
+            reopened_as=ticket.reopened_as.all(),
+        )
+        return context
+
+
+class TicketActView(RoleRequiredMixin, View):
+    """POSTs from the board and the ticket page: acknowledge, transition, note, reopen.
+
+    From htmx (the board) the answer is the ticket's card, re-rendered, with any refusal shown
+    on it; from a plain form it is a redirect to the ticket with a message.
+    """
+
+    allowed_roles = FAULT_ACTORS
+    operation = ""
+
+    def post(self, request, pk):
+        ticket = _visible_ticket(request, pk)
+        error = None
+        try:
+            ticket = self.perform(request, ticket)
+        except ServiceError as refused:
+            error = _error_text(refused)
+        if request.headers.get("HX-Request"):
+            ticket = _visible_ticket(request, ticket.pk)
+            response = render(request, "faults/_ticket_card.html", {
+                "ticket": ticket, "can_act": True, "card_error": error,
+                "categories": Category.choices, "recovery_methods": RecoveryMethod.choices,
+            })
+            return response
+        if error:
+            messages.error(request, error)
+        else:
+            messages.success(request, f"{ticket.reference}: {self.operation} done.")
+        return redirect("faults:ticket", pk=ticket.pk)
+
+    def perform(self, request, ticket):
+        raise NotImplementedError
+
+
+class AcknowledgeView(TicketActView):
+    operation = "acknowledge"
+
+    def perform(self, request, ticket):
+        return services.acknowledge_ticket(ticket=ticket, actor=request.user)
+
+
+class TransitionView(TicketActView):
+    operation = "transition"
+
+    def perform(self, request, ticket):
+        form = TransitionForm(request.POST)
+        if not form.is_valid():
+            raise InvalidInput(
+                {field: list(errors) for field, errors in form.errors.items()}
+            )
+        return services.transition_ticket(
+            ticket=ticket, actor=request.user, via="ui", **form.service_arguments()
+        )
+
+
+class NoteView(TicketActView):
+    operation = "note"
+
+    def perform(self, request, ticket):
+        services.add_note(ticket=ticket, author=request.user, text=request.POST.get("text", ""))
+        return ticket
+
+
+class ReopenView(TicketActView):
+    operation = "reopen"
+
+    def perform(self, request, ticket):
+        return services.reopen_ticket(
+            ticket=ticket, actor=request.user, note=request.POST.get("note", "")
+        )
+
+
+class ReportView(RoleRequiredMixin, View):
+    """The user report form: what a person saw, on which node/GPU or switch."""
+
+    allowed_roles = FAULT_ACTORS
+    template_name = "faults/report.html"
+
+    def get(self, request):
+        initial = {"node": request.GET.get("node")} if request.GET.get("node") else None
+        return render(request, self.template_name, {"form": UserReportForm(initial=initial)})
+
+    def post(self, request):
+        form = UserReportForm(request.POST)
+        if form.is_valid():
+            data = form.cleaned_data
+            gpu = None
+            if data.get("gpu") is not None and not data.get("node"):
+                form.add_error("gpu", "Name the node the GPU is in.")
+            elif data.get("gpu") is not None:
+                gpu = GPU.objects.filter(node=data["node"], index=data["gpu"]).first()
+                if gpu is None:
+                    form.add_error("gpu", f"{data['node'].hostname} has no GPU{data['gpu']}.")
+            if not form.errors:
+                try:
+                    ticket, created = services.submit_user_report(
+                        reported_by=request.user, summary=data["summary"], node=data["node"],
+                        gpu=gpu, switch=data["switch"], category=data["category"],
+                        description=data["description"],
+                    )
+                except ServiceError as refused:
+                    for field, problems in (refused.detail.items()
+                                            if isinstance(refused.detail, dict) else []):
+                        form.add_error(field if field in form.fields else None, problems)
+                else:
+                    word = "opened" if created else "added to the open ticket"
+                    messages.success(request, f"Report {word}: {ticket.reference}.")
+                    return redirect("faults:ticket", pk=ticket.pk)
+        return render(request, self.template_name, {"form": form}, status=400)
+
+
+class StatisticsView(RoleRequiredMixin, TemplateView):
+    template_name = "faults/statistics.html"
+    allowed_roles = FAULT_READERS
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        stats = statistics.fault_statistics()
+        chart = {
+            "months": [row["month"] for row in stats["by_month"]],
+            "counts": [row["count"] for row in stats["by_month"]],
+            "mttr": [row["mttr_hours"] for row in stats["by_month"]],
+            "categories": [
+                {"label": label, "counts": [row["by_category"].get(value, 0)
+                                            for row in stats["by_month"]]}
+                for value, label in Category.choices if value != Category.UNCLASSIFIED
+            ],
+        }
+        short = [(value, label, SHORT_CATEGORY_LABELS[value])
+                 for value, label in Category.choices if value in SHORT_CATEGORY_LABELS]
+        context.update(stats=stats, chart=chart, month_columns=short)
+        return context
