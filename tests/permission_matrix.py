@@ -220,4 +220,80 @@ MATRIX: dict[str, Route] = {
     "api:fabric:pod-actions-qos": Route(
         (post(lambda w: f"/api/fabric/pods/{w.pod.pk}/qos/", API_WRITE_OPERATORS),)
     ),
+    # --- faults (issue 5): cluster-wide roles read, responders act, tenant admins see nothing --
+    "faults:board": Route((get("/faults/", PAGE_CLUSTER),)),
+    "faults:ticket-list": Route((get("/faults/tickets/", PAGE_CLUSTER),)),
+    "faults:statistics": Route((get("/faults/statistics/", PAGE_CLUSTER),)),
+    "faults:ticket": Route((get(lambda w: f"/faults/{w.ticket.pk}/", PAGE_CLUSTER),)),
+    "faults:report": Route(
+        (
+            get("/faults/report/", statuses(200, 200, 200, 403, 403, 302)),
+            post("/faults/report/", statuses(400, 400, 400, 403, 403, 302)),
+        )
+    ),
+    "faults:acknowledge": Route(
+        (
+            post(
+                lambda w: f"/faults/{w.ticket.pk}/acknowledge/",
+                statuses(302, 302, 302, 403, 403, 302),
+            ),
+        )
+    ),
+    "faults:transition": Route(
+        (
+            post(
+                lambda w: f"/faults/{w.ticket.pk}/transition/",
+                statuses(302, 302, 302, 403, 403, 302),
+            ),
+        )
+    ),
+    "faults:note": Route(
+        (post(lambda w: f"/faults/{w.ticket.pk}/notes/", statuses(302, 302, 302, 403, 403, 302)),)
+    ),
+    "faults:reopen": Route(
+        (post(lambda w: f"/faults/{w.ticket.pk}/reopen/", statuses(302, 302, 302, 403, 403, 302)),)
+    ),
+    "api:faults:api-root": Route((get("/api/faults/", API_READ_CLUSTER),)),
+    "api:faults:ticket-list": Route(
+        (
+            get("/api/faults/tickets/", API_READ_CLUSTER),
+            post("/api/faults/tickets/", API_WRITE_RESPONDERS, note="a user report"),
+        )
+    ),
+    "api:faults:ticket-detail": Route(
+        (get(lambda w: f"/api/faults/tickets/{w.ticket.pk}/", API_READ_CLUSTER),)
+    ),
+    "api:faults:ticket-history": Route(
+        (get(lambda w: f"/api/faults/tickets/{w.ticket.pk}/history/", API_READ_CLUSTER),)
+    ),
+    "api:faults:ticket-acknowledge": Route(
+        (
+            post(
+                lambda w: f"/api/faults/tickets/{w.ticket.pk}/acknowledge/",
+                statuses(200, 200, 200, 403, 403, 401),
+            ),
+        )
+    ),
+    "api:faults:ticket-transition": Route(
+        (post(lambda w: f"/api/faults/tickets/{w.ticket.pk}/transition/", API_WRITE_RESPONDERS),)
+    ),
+    "api:faults:ticket-notes": Route(
+        (post(lambda w: f"/api/faults/tickets/{w.ticket.pk}/notes/", API_WRITE_RESPONDERS),)
+    ),
+    "api:faults:ticket-reopen": Route(
+        (
+            post(
+                lambda w: f"/api/faults/tickets/{w.ticket.pk}/reopen/",
+                statuses(409, 409, 409, 403, 403, 401),
+                note="an open ticket cannot be reopened",
+            ),
+        )
+    ),
+    "api:faults:intakerecord-list": Route((get("/api/faults/intake/", API_READ_CLUSTER),)),
+    "api:faults:intakerecord-detail": Route(
+        (get(lambda w: f"/api/faults/intake/{w.intake.pk}/", API_READ_CLUSTER),)
+    ),
+    "api:faults:platform-events": Route((post("/api/faults/events/", API_WRITE_RESPONDERS),)),
+    "api:faults:alertmanager": Route((post("/api/faults/alertmanager/", API_WRITE_RESPONDERS),)),
+    "api:faults:statistics": Route((get("/api/faults/statistics/", API_READ_CLUSTER),)),
 }

@@ -16,6 +16,8 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from faults.models import IntakeRecord
+from faults.services import submit_user_report
 from inventory.allocations import allocation_create
 from inventory.models import LifecycleStatus, Node, Pod, Switch, SwitchPort
 from portal.actions.canary import CANARY_KIND
@@ -67,6 +69,7 @@ def world(make_user, tenant_a, tenant_b):
     allocation = allocation_create(tenant=tenant_a, nodes=[node], start=timezone.now())
     switch = Switch.objects.create(hostname="matrix-leaf", role="leaf", pod=pod, rail=0)
     port = SwitchPort.objects.create(switch=switch, name="Ethernet0", speed_gbps=400)
+    ticket, _ = submit_user_report(reported_by=users[Role.ONCALL], summary="probe", node=node)
     return SimpleNamespace(
         users=users,
         own_tenant=tenant_a,
@@ -77,6 +80,8 @@ def world(make_user, tenant_a, tenant_b):
         pod=pod,
         switch=switch,
         port=port,
+        ticket=ticket,
+        intake=IntakeRecord.objects.order_by("-pk").first(),
         audit_entry=AuditEntry.objects.order_by("-pk").first(),
         foreign_token=token,
     )
