@@ -6,3 +6,6 @@ class JobsConfig(AppConfig):
 
     def ready(self):
         from jobs import actions  # noqa: F401 - registers the drain and resume handlers
+        from jobs.realtime import register_jobs_groups
+
+        register_jobs_groups()
