@@ -145,3 +145,6 @@ class SimulatedFinishedJob(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["cluster", "job_id"], name="simjob_unique_per_cluster")
         ]
+
+    def __str__(self) -> str:
+        return f"simulated job {self.job_id}"

@@ -383,10 +383,11 @@ def import_accounting(
         since = watermark.value - ACCOUNTING_OVERLAP
     finished = driver.accounting(since=since, until=now)
     result = import_finished_jobs(finished)
+    new_value = max(now, watermark.value) if watermark else now
     SyncWatermark.objects.update_or_create(
-        name=ACCOUNTING_WATERMARK, defaults={"value": max(now, watermark.value if watermark else now)}
+        name=ACCOUNTING_WATERMARK, defaults={"value": new_value}
     )
     if result.total:
-        publish("jobs", "jobs.imported", {"created": result.created, "updated": result.updated},
-                tenant_ids=[])
+        summary = {"created": result.created, "updated": result.updated}
+        publish("jobs", "jobs.imported", summary, tenant_ids=[])
     return result

@@ -281,7 +281,8 @@ class ClusterSimulation:
         self._schedule_next_arrival(moment)
         if len(state["pending"]) >= state["max_pending"]:
             return  # a long queue: this user comes back later (keeps the queue bounded)
-        job = generate_job(state["seed"], index, {k: tuple(v) for k, v in state["accounts"].items()})
+        accounts = {name: tuple(users) for name, users in state["accounts"].items()}
+        job = generate_job(state["seed"], index, accounts)
         job.update(job_id=str(state["next_job_id"]), submit=moment, start=None, nodes=[])
         job["reason"] = "Priority"
         state["next_job_id"] += 1
@@ -295,7 +296,9 @@ class ClusterSimulation:
         jump ahead only if it does not delay the first waiting job)."""
         state = self.state
         nodes = state["nodes"]
-        free = sorted(n for n, node in nodes.items() if node["job"] is None and self._available(node))
+        free = sorted(
+            name for name, node in nodes.items() if node["job"] is None and self._available(node)
+        )
         capacity = sum(1 for node in nodes.values() if self._available(node))
         shadow: float | None = None
         spare = 0
@@ -371,7 +374,7 @@ class ClusterSimulation:
                 "submit": job["submit"],
                 "start": job["start"],
                 "end": moment,
-                "elapsed": int(round(moment - job["start"])),
+                "elapsed": round(moment - job["start"]),
                 "nodes": job["nodes"],
                 "gpus": job["gpus"],
             }
