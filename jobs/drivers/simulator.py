@@ -88,7 +88,7 @@ class SimulatorDriver(SlurmDriver):
     # -- the driver interface ----------------------------------------------------------------
 
     def ping(self) -> None:
-        self._run(lambda simulation: None, write=False)
+        self._run(lambda simulation: None)
 
     def nodes(self, names: Sequence[str] | None = None) -> list[SlurmNodeState]:
         def read(simulation: ClusterSimulation) -> list[SlurmNodeState]:
@@ -187,25 +187,23 @@ class SimulatorDriver(SlurmDriver):
         self,
         operation: Callable[[ClusterSimulation], Any],
         *,
-        write: bool = True,
         check_controller: bool = True,
     ) -> Any:
         """Load the cluster, advance it to the clock, apply `operation`, save if anything
-        changed, all in one transaction; retried when another process wrote in between."""
+        changed (reads too: time moved on), all in one transaction; retried when another
+        process wrote in between."""
         now = self.clock().timestamp()
         node_names = self._current_node_names()
         with _process_lock:
             for _attempt in range(MAX_WRITE_ATTEMPTS):
                 try:
                     with transaction.atomic():
-                        return self._run_once(
-                            operation, now, node_names, write=write, check=check_controller
-                        )
+                        return self._run_once(operation, now, node_names, check=check_controller)
                 except _LostRace:
                     continue
         raise SlurmUnavailable("the simulated controller is busy; try again")
 
-    def _run_once(self, operation, now: float, node_names, *, write: bool, check: bool):
+    def _run_once(self, operation, now: float, node_names, *, check: bool):
         from jobs.models import SimulatedCluster, SimulatedFinishedJob
 
         row = self._load_row(now, node_names)
@@ -218,7 +216,7 @@ class SimulatorDriver(SlurmDriver):
             simulation.set_node_names(node_names)
         simulation.advance(now)
         result = operation(simulation)
-        if (write or simulation.finished) and (simulation.changed or row.pk is None):
+        if simulation.changed or row.pk is None:
             if row.pk is None:
                 try:
                     with transaction.atomic():

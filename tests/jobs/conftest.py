@@ -44,7 +44,9 @@ def make_simulator(db, clock):
             **options,
         }
         names = [f"gpu{number:03d}" for number in range(1, nodes + 1)]
-        return SimulatorDriver(cluster="test", clock=clock, node_names=names, **settings)
+        driver = SimulatorDriver(cluster="test", clock=clock, node_names=names, **settings)
+        driver.ping()  # the cluster starts now, so moving the clock later runs it forward
+        return driver
 
     return make
 
