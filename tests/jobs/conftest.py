@@ -1,5 +1,5 @@
-"""Fixtures of the jobs tests: a simulated Slurm with a clock the test moves, and the SAKURAONE
-fleet for the job-to-hardware mapping."""
+"""Fixtures of the jobs tests: a simulated Slurm with a clock the test moves, and a recorder
+for the node-unhealthy hook. The SAKURAONE fleet lives in tests/jobs/fleet/ only."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import pytest
 
 from jobs import hooks
 from jobs.drivers.simulator import SimulatorDriver
-from tests.inventory.conftest import _sakuraone_spec_text, sakuraone  # noqa: F401
 
 START = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
 

@@ -70,7 +70,7 @@ def test_a_bad_line_names_itself_and_nothing_is_written(tmp_path, nodes):
 
     broken_time = GOOD.replace("2025-01-11T10:00:35", "yesterday")
     dump.write_text(broken_time)
-    with pytest.raises(CommandError, match="line 4.*yesterday"):
+    with pytest.raises(CommandError, match=r"line 4.*yesterday"):
         call_command("import_sacct", str(dump))
     assert not Job.objects.exists()
 

@@ -42,7 +42,7 @@ def guard():
     """A resume guard like the faults app's: gpu003 has an open ticket."""
 
     def open_ticket(nodes):
-        return {node.hostname: "open fault ticket #7" for node in nodes if node.hostname == "gpu003"}
+        return {n.hostname: "open fault ticket #7" for n in nodes if n.hostname == "gpu003"}
 
     hooks.register_resume_guard(open_ticket)
     yield open_ticket

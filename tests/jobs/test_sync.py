@@ -88,7 +88,8 @@ def test_changes_are_published_after_commit_with_the_tenants_holding_the_node(
     nodes, driver, tenant_a, django_capture_on_commit_callbacks
 ):
     sync_node_states(driver=driver)
-    allocation = Allocation.objects.create(tenant=tenant_a, start=driver.clock() - timedelta(days=1))
+    start = driver.clock() - timedelta(days=1)
+    allocation = Allocation.objects.create(tenant=tenant_a, start=start)
     allocation.nodes.add(nodes["gpu004"])
     driver.drain(["gpu004"], "fan failure")
     messages = published_after_commit(

@@ -123,7 +123,8 @@ def test_bulk_drain_form_takes_a_hostlist(login, nodes):
     page = client.get("/jobs/nodes/bulk-drain/").content.decode()
     assert 'name="hostlist"' in page and 'name="reason"' in page
     response = client.post(
-        "/jobs/nodes/drain/", {"hostlist": "gpu[001-008]", "reason": "leaf reboot", "confirm": "yes"}
+        "/jobs/nodes/drain/",
+        {"hostlist": "gpu[001-008]", "reason": "leaf reboot", "confirm": "yes"},
     )
     assert response.status_code == 302
     assert Action.objects.get().parameters["nodes"] == [f"gpu{n:03d}" for n in range(1, 9)]
