@@ -163,3 +163,17 @@ def test_a_job_that_leaves_squeue_waits_for_accounting(db, make_simulator, clock
     assert first.left_queue_at is not None
     assert first.state == "RUNNING"  # its last known state: accounting has the final word
     assert not first.is_live
+
+
+def test_beat_tasks_sync_and_skip_quietly_while_the_controller_is_down(
+    nodes, driver, monkeypatch
+):
+    from jobs import tasks
+
+    monkeypatch.setattr("jobs.sync.get_slurm_driver", lambda: driver)
+    assert tasks.sync_node_states.apply().get() == len(nodes)
+    assert tasks.sync_live_jobs.apply().get() == {"created": 0, "updated": 0, "left": 0}
+    driver.set_controller_up(False)
+    assert tasks.sync_node_states.apply().get() == 0
+    assert tasks.sync_live_jobs.apply().get() == {}
+    assert tasks.import_accounting.apply().get() == {}
