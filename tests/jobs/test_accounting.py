@@ -111,3 +111,28 @@ def test_incremental_import_is_idempotent_and_moves_the_watermark(
     # A job seen live and then in accounting is one row with its final state.
     assert Job.objects.values("job_id").distinct().count() == Job.objects.count()
     assert not Job.objects.filter(source=Job.Source.SACCT, state="RUNNING").exists()
+
+
+def test_a_live_job_becomes_its_accounting_record(db, make_simulator, clock):
+    for number in range(1, 5):
+        Node.objects.create(hostname=f"gpu{number:03d}")
+    driver = make_simulator(nodes=4, mean_arrival_seconds=300)
+    clock.advance(hours=1)
+    sync_live_jobs(driver=driver)
+    live = Job.objects.filter(state="RUNNING").order_by("job_id").first()
+    assert live is not None and live.source == Job.Source.SQUEUE
+    for _ in range(400):
+        clock.advance(hours=1)
+        if live.job_id not in {job.job_id for job in driver.jobs()}:
+            break
+    sync_live_jobs(driver=driver)
+    import_accounting(driver=driver, now=clock.now)
+    live.refresh_from_db()
+    record = next(
+        job for job in driver.accounting(since=clock.now - timedelta(days=30))
+        if job.job_id == live.job_id
+    )
+    assert live.source == Job.Source.SACCT
+    assert (live.state, live.exit_code, live.gpus) == (record.state, record.exit_code, record.gpus)
+    assert live.gpu_seconds == record.elapsed_seconds * record.gpus
+    assert not live.is_live
