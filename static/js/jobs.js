@@ -5,6 +5,8 @@
  * [id][data-live-region], which keeps filters, sorting and paging exactly as the server has them. */
 (() => {
   "use strict";
+  if (window.PortalJobs) return;   // the node panel partial may bring this script a second time
+  window.PortalJobs = { formatDuration: null };
 
   const REFRESH_DELAY_MS = 750;
   let refreshTimer = 0, refreshing = false, again = false;
@@ -70,6 +72,7 @@
     }
   });
 
+  window.PortalJobs.formatDuration = formatDuration;
   function start() { tick(); setInterval(tick, 1000); }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();
