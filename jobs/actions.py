@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from jobs.drivers.base import SlurmError, SlurmUnavailable, get_slurm_driver
 from jobs.services import DRAIN_ACTION, RESUME_ACTION
 from portal.actions.registry import (
@@ -9,6 +11,8 @@ from portal.actions.registry import (
     TransientActionError,
     register_action_handler,
 )
+
+logger = logging.getLogger(__name__)
 
 
 def _call_slurm(operation, *args) -> None:
@@ -20,10 +24,22 @@ def _call_slurm(operation, *args) -> None:
         raise PermanentActionError(str(error)) from error
 
 
+def _refresh_node_states() -> None:
+    """Ask for a node-state sync now, so the change shows without waiting for the next beat.
+    Best effort: the Action already succeeded, and the beat catches up anyway."""
+    from jobs.tasks import sync_node_states
+
+    try:
+        sync_node_states.delay()
+    except Exception:
+        logger.warning("could not queue a node-state sync after a drain/resume", exc_info=True)
+
+
 @register_action_handler(DRAIN_ACTION, description="Drain nodes in Slurm with the reason given.")
 def drain_nodes(action) -> dict:
     nodes = list(action.parameters["nodes"])
     _call_slurm(get_slurm_driver().drain, nodes, action.reason)
+    _refresh_node_states()
     return {"drained": nodes}
 
 
@@ -31,4 +47,5 @@ def drain_nodes(action) -> dict:
 def resume_nodes(action) -> dict:
     nodes = list(action.parameters["nodes"])
     _call_slurm(get_slurm_driver().resume, nodes)
+    _refresh_node_states()
     return {"resumed": nodes}

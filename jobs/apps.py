@@ -9,3 +9,6 @@ class JobsConfig(AppConfig):
             actions,  # noqa: F401 - registers the drain and resume handlers
             reservations,  # noqa: F401 - registers the reservation handler
         )
+        from jobs.realtime import register_jobs_groups
+
+        register_jobs_groups()

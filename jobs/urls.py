@@ -1,5 +1,16 @@
 """Pages of the jobs app (namespace `jobs`)."""
 
+from django.urls import path, re_path
+
+from jobs import views
+
 app_name = "jobs"
 
-urlpatterns: list = []
+urlpatterns = [
+    path("", views.JobListView.as_view(), name="job-list"),
+    path("nodes/drain/", views.NodeDrainFormView.as_view(), name="node-drain"),
+    path("nodes/resume/", views.NodeResumeFormView.as_view(), name="node-resume"),
+    path("nodes/bulk-drain/", views.BulkDrainPageView.as_view(), name="bulk-drain"),
+    path("nodes/<str:hostname>/slurm/", views.NodeSlurmPanelView.as_view(), name="node-panel"),
+    re_path(r"^(?P<job_id>[0-9A-Za-z_.+-]+)/$", views.JobDetailView.as_view(), name="job-detail"),
+]

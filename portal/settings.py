@@ -178,6 +178,47 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 
+# --- jobs app: Slurm sync (issue 4) ------------------------------------------------------------
+# Node states and squeue are mirrored every few seconds; accounting (sacct) less often.
+JOBS_NODE_SYNC_INTERVAL = env_float(ENV, "JOBS_NODE_SYNC_INTERVAL", 5.0)
+JOBS_LIVE_SYNC_INTERVAL = env_float(ENV, "JOBS_LIVE_SYNC_INTERVAL", 5.0)
+JOBS_ACCOUNTING_INTERVAL = env_float(ENV, "JOBS_ACCOUNTING_INTERVAL", 60.0)
+# How far back the first accounting import reads when there is no watermark yet.
+JOBS_ACCOUNTING_INITIAL_DAYS = env_float(ENV, "JOBS_ACCOUNTING_INITIAL_DAYS", 7.0)
+# The simulator driver's cluster (jobs/drivers/simulator.py DEFAULTS lists the keys).
+SLURM_SIMULATOR = {
+    "seed": env_int(ENV, "SLURM_SIMULATOR_SEED", 20250301),
+    "mean_arrival_seconds": env_float(ENV, "SLURM_SIMULATOR_MEAN_ARRIVAL_SECONDS", 2700.0),
+}
+CELERY_TASK_ROUTES.update(
+    {
+        "jobs.tasks.sync_node_states": {"queue": "periodic"},
+        "jobs.tasks.sync_live_jobs": {"queue": "periodic"},
+        "jobs.tasks.import_accounting": {"queue": "periodic"},
+    }
+)
+CELERY_BEAT_SCHEDULE.update(
+    {
+        # `expires`: a run still queued when the next is due is dropped, not piled up.
+        "jobs-sync-node-states": {
+            "task": "jobs.tasks.sync_node_states",
+            "schedule": JOBS_NODE_SYNC_INTERVAL,
+            "options": {"expires": JOBS_NODE_SYNC_INTERVAL},
+        },
+        "jobs-sync-live-jobs": {
+            "task": "jobs.tasks.sync_live_jobs",
+            "schedule": JOBS_LIVE_SYNC_INTERVAL,
+            "options": {"expires": JOBS_LIVE_SYNC_INTERVAL},
+        },
+        "jobs-import-accounting": {
+            "task": "jobs.tasks.import_accounting",
+            "schedule": JOBS_ACCOUNTING_INTERVAL,
+            "options": {"expires": JOBS_ACCOUNTING_INTERVAL},
+        },
+    }
+)
+# --- end of jobs app block ----------------------------------------------------------------------
+
 # --- Actions (DESIGN.md section 3) --------------------------------------------------------------
 ACTION_RETRY_BASE_SECONDS = env_float(ENV, "ACTION_RETRY_BASE_SECONDS", 5.0)
 ACTION_RETRY_MAX_SECONDS = env_float(ENV, "ACTION_RETRY_MAX_SECONDS", 300.0)

@@ -1,5 +1,18 @@
 """REST API of the jobs app, mounted at /api/jobs/ (namespace `api:jobs`)."""
 
+from django.urls import re_path
+from rest_framework.routers import DefaultRouter
+
+from jobs.api import views
+
 app_name = "jobs"
 
-urlpatterns: list = []
+router = DefaultRouter(trailing_slash="/?")
+router.include_root_view = False
+router.register("jobs", views.JobViewSet, basename="job")
+
+urlpatterns = [
+    re_path(r"^nodes/drain/?$", views.NodeDrainView.as_view(), name="node-drain"),
+    re_path(r"^nodes/resume/?$", views.NodeResumeView.as_view(), name="node-resume"),
+    *router.urls,
+]

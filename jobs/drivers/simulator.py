@@ -1,0 +1,347 @@
+"""The simulator driver: a Slurm cluster for the embedded demo and for fast tests.
+
+Where the state lives, and why: in the database (`jobs.models.SimulatedCluster`, one JSON row,
+plus `SimulatedFinishedJob` rows for accounting). The demo's web process and every Celery
+worker process must see one cluster: a drain queued from the browser is carried out by a worker
+and must show in the next node sync, which may run in yet another process. The database is the
+one store every process of every mode already shares: SQLite in the embedded demo (where Redis
+is absent), PostgreSQL otherwise; it is transactional, so a drain and a concurrent advance of
+the clock cannot lose each other's writes (a version column makes the write conditional, which
+works on SQLite too), and each test's transaction rolls the cluster back with everything else.
+
+The cluster follows `jobs.drivers.simulation`: nodes from the inventory (gpu001-gpu100 when it
+is empty), the paper's job mix, seeded and driven by an injectable clock.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from jobs.drivers.base import (
+    FinishedJob,
+    SlurmDriver,
+    SlurmJob,
+    SlurmNodeState,
+    SlurmRejected,
+    SlurmUnavailable,
+)
+from jobs.drivers.simulation import GPUS_PER_NODE, ClusterSimulation
+
+logger = logging.getLogger(__name__)
+
+FALLBACK_NODE_NAMES = tuple(f"gpu{number:03d}" for number in range(1, 101))
+DEFAULTS: dict[str, Any] = {
+    "seed": 20250301,
+    # About 32 jobs a day keep the paper's mix at ~75% of 100 nodes (mean 200k node-seconds).
+    "mean_arrival_seconds": 2700.0,
+    "mean_failure_seconds": 12 * 3600.0,  # one node stops answering about twice a day
+    "max_pending": 40,
+    "history_hours": 72.0,  # a fresh cluster starts this far back, so it has a past to show
+}
+MAX_WRITE_ATTEMPTS = 8
+
+_process_lock = threading.Lock()  # threads of one process take turns; processes use `version`
+
+
+class _LostRace(Exception):
+    """Another process wrote the cluster between our read and our write."""
+
+
+def _to_datetime(seconds: float | None) -> datetime | None:
+    return None if seconds is None else datetime.fromtimestamp(seconds, UTC)
+
+
+class SimulatorDriver(SlurmDriver):
+    """A simulated Slurm controller (DESIGN.md section 4), shared through the database.
+
+    Arguments override `settings.SLURM_SIMULATOR` (a dict with the keys of DEFAULTS):
+    `cluster` names the simulated cluster (tests and benchmarks use their own), `node_names`
+    fixes the nodes instead of following the inventory, `clock` returns the current time.
+    """
+
+    def __init__(
+        self,
+        *,
+        cluster: str = "default",
+        clock: Callable[[], datetime] | None = None,
+        node_names: Sequence[str] | None = None,
+        **options: Any,
+    ):
+        configured = {**DEFAULTS, **getattr(settings, "SLURM_SIMULATOR", {}), **options}
+        unknown = set(configured) - set(DEFAULTS)
+        if unknown:
+            raise ValueError(f"unknown simulator options: {', '.join(sorted(unknown))}")
+        self.cluster = cluster
+        self.clock = clock or timezone.now
+        self.node_names = list(node_names) if node_names is not None else None
+        self.options = configured
+
+    # -- the driver interface ----------------------------------------------------------------
+
+    def ping(self) -> None:
+        self._run(lambda simulation: None)
+
+    def nodes(self, names: Sequence[str] | None = None) -> list[SlurmNodeState]:
+        def read(simulation: ClusterSimulation) -> list[SlurmNodeState]:
+            wanted = set(names) if names is not None else None
+            return [
+                self._node_state(name, node)
+                for name, node in simulation.node_rows()
+                if wanted is None or name in wanted
+            ]
+
+        return self._run(read)
+
+    def drain(self, names: Sequence[str], reason: str) -> None:
+        names = list(names)
+        if not reason or not reason.strip():
+            raise SlurmRejected("a drain needs a reason")
+
+        def apply(simulation: ClusterSimulation) -> None:
+            self._check_names(simulation, names)
+            simulation.drain(names, reason)
+
+        self._run(apply)
+
+    def resume(self, names: Sequence[str]) -> None:
+        names = list(names)
+
+        def apply(simulation: ClusterSimulation) -> list[str]:
+            self._check_names(simulation, names)
+            return simulation.resume(names)
+
+        refused = self._run(apply)
+        if refused:
+            raise SlurmRejected(
+                f"Invalid node state specified: {', '.join(refused)} not responding "
+                "(drain cleared, node stays down)"
+            )
+
+    def jobs(self) -> list[SlurmJob]:
+        def read(simulation: ClusterSimulation) -> list[SlurmJob]:
+            running = [self._slurm_job(job, "RUNNING") for job in simulation.running_jobs()]
+            pending = [self._slurm_job(job, "PENDING") for job in simulation.pending_jobs()]
+            return running + pending
+
+        return self._run(read)
+
+    def accounting(self, since: datetime, until: datetime | None = None) -> list[FinishedJob]:
+        from jobs.models import SimulatedFinishedJob
+
+        self._run(lambda simulation: None)  # bring accounting up to the clock
+        records = SimulatedFinishedJob.objects.filter(
+            cluster__name=self.cluster, end_time__gte=since
+        )
+        if until is not None:
+            records = records.filter(end_time__lt=until)
+        return [
+            self._finished_job(row.record)
+            for row in records.order_by("end_time", "id").only("record")
+        ]
+
+    # -- controls for tests and the demo -----------------------------------------------------
+
+    def fail_node(self, name: str, *, recover_after_seconds: float | None = None) -> None:
+        """Make a node stop answering now (down*, "Not responding"), as a dead slurmd does."""
+
+        def apply(simulation: ClusterSimulation) -> None:
+            self._check_names(simulation, [name])
+            simulation.fail_node(name, simulation.now, recover_after_seconds)
+
+        self._run(apply)
+
+    def recover_node(self, name: str) -> None:
+        def apply(simulation: ClusterSimulation) -> None:
+            self._check_names(simulation, [name])
+            simulation.recover_node(name)
+
+        self._run(apply)
+
+    def set_controller_up(self, up: bool) -> None:
+        """Take the simulated slurmctld down (every call raises SlurmUnavailable) or back up."""
+
+        def apply(simulation: ClusterSimulation) -> None:
+            simulation.state["controller_up"] = bool(up)
+            simulation.changed = True
+
+        self._run(apply, check_controller=False)
+
+    def reset(self) -> None:
+        """Forget this simulated cluster; the next call starts a fresh one."""
+        from jobs.models import SimulatedCluster
+
+        SimulatedCluster.objects.filter(name=self.cluster).delete()
+
+    # -- persistence -------------------------------------------------------------------------
+
+    def _run(
+        self,
+        operation: Callable[[ClusterSimulation], Any],
+        *,
+        check_controller: bool = True,
+    ) -> Any:
+        """Load the cluster, advance it to the clock, apply `operation`, save if anything
+        changed (reads too: time moved on), all in one transaction; retried when another
+        process wrote in between."""
+        now = self.clock().timestamp()
+        node_names = self._current_node_names()
+        with _process_lock:
+            for _attempt in range(MAX_WRITE_ATTEMPTS):
+                try:
+                    with transaction.atomic():
+                        return self._run_once(operation, now, node_names, check=check_controller)
+                except _LostRace:
+                    continue
+        raise SlurmUnavailable("the simulated controller is busy; try again")
+
+    def _run_once(self, operation, now: float, node_names, *, check: bool):
+        from jobs.models import SimulatedCluster, SimulatedFinishedJob
+
+        row = self._load_row(now, node_names)
+        simulation = ClusterSimulation(row.state)
+        if row.pk is None:
+            simulation = self._new_simulation(now, node_names)
+        if check and not simulation.state.get("controller_up", True):
+            raise SlurmUnavailable("slurm_load_ctl_conf error: Unable to contact slurm controller")
+        if node_names is not None:
+            simulation.set_node_names(node_names)
+        simulation.advance(now)
+        result = operation(simulation)
+        if simulation.changed or row.pk is None:
+            if row.pk is None:
+                try:
+                    with transaction.atomic():
+                        row = SimulatedCluster.objects.create(
+                            name=self.cluster, state=simulation.state, version=1
+                        )
+                except IntegrityError:
+                    raise _LostRace from None
+            else:
+                updated = SimulatedCluster.objects.filter(pk=row.pk, version=row.version).update(
+                    state=simulation.state, version=F("version") + 1, updated_at=timezone.now()
+                )
+                if not updated:
+                    raise _LostRace
+            SimulatedFinishedJob.objects.bulk_create(
+                [
+                    SimulatedFinishedJob(
+                        cluster=row,
+                        job_id=record["job_id"],
+                        end_time=_to_datetime(record["end"]),
+                        record=record,
+                    )
+                    for record in simulation.finished
+                ],
+                batch_size=1000,
+                ignore_conflicts=True,
+            )
+        return result
+
+    def _load_row(self, now: float, node_names):
+        from jobs.models import SimulatedCluster
+
+        rows = SimulatedCluster.objects.filter(name=self.cluster)
+        if transaction.get_connection().features.has_select_for_update:
+            rows = rows.select_for_update()
+        return rows.first() or SimulatedCluster(name=self.cluster, state={})
+
+    def _new_simulation(self, now: float, node_names) -> ClusterSimulation:
+        start = now - timedelta(hours=float(self.options["history_hours"])).total_seconds()
+        return ClusterSimulation.new(
+            node_names=list(node_names or FALLBACK_NODE_NAMES),
+            seed=int(self.options["seed"]),
+            start=start,
+            mean_arrival_seconds=float(self.options["mean_arrival_seconds"]),
+            mean_failure_seconds=float(self.options["mean_failure_seconds"] or 0),
+            max_pending=int(self.options["max_pending"]),
+        )
+
+    def _current_node_names(self) -> list[str] | None:
+        """The nodes to simulate: the fixed list, else the inventory's (None: keep what the
+        cluster has, or the fallback names for a new one)."""
+        if self.node_names is not None:
+            return self.node_names
+        from inventory.models import Node
+
+        names = list(Node.objects.order_by("hostname").values_list("hostname", flat=True))
+        return names or None
+
+    # -- conversions -------------------------------------------------------------------------
+
+    @staticmethod
+    def _check_names(simulation: ClusterSimulation, names: list[str]) -> None:
+        if not names:
+            raise SlurmRejected("no nodes named")
+        unknown = simulation.unknown_nodes(names)
+        if unknown:
+            raise SlurmRejected(f"Invalid node name specified: {', '.join(unknown)}")
+
+    @staticmethod
+    def _node_state(name: str, node: dict) -> SlurmNodeState:
+        if node["down"]:
+            base = "down"
+        elif node["job"] is not None:
+            base = "allocated"
+        else:
+            base = "idle"
+        flags = []
+        if node["drain"]:
+            flags.append("DRAIN")
+        if node["not_responding"]:
+            flags.append("NOT_RESPONDING")
+        return SlurmNodeState(
+            name=name,
+            state=base,
+            flags=tuple(flags),
+            reason=node["reason"],
+            reason_set_at=_to_datetime(node["reason_set_at"]),
+            reason_set_by=node["reason_set_by"],
+            gpus_total=GPUS_PER_NODE,
+            gpus_used=GPUS_PER_NODE if node["job"] is not None else 0,
+        )
+
+    @staticmethod
+    def _slurm_job(job: dict, state: str) -> SlurmJob:
+        return SlurmJob(
+            job_id=job["job_id"],
+            name=job["name"],
+            user=job["user"],
+            account=job["account"],
+            partition=job["partition"],
+            state=state,
+            node_names=tuple(job["nodes"]),
+            node_count=job["node_count"],
+            gpus=job["gpus"],
+            submit_time=_to_datetime(job["submit"]),
+            start_time=_to_datetime(job["start"]),
+            time_limit_minutes=job["time_limit"],
+            state_reason=job.get("reason", ""),
+        )
+
+    @staticmethod
+    def _finished_job(record: dict) -> FinishedJob:
+        return FinishedJob(
+            job_id=record["job_id"],
+            name=record["name"],
+            user=record["user"],
+            account=record["account"],
+            partition=record["partition"],
+            state=record["state"],
+            exit_code=record["exit_code"],
+            signal=record["signal"],
+            submit_time=_to_datetime(record["submit"]),
+            start_time=_to_datetime(record["start"]),
+            end_time=_to_datetime(record["end"]),
+            elapsed_seconds=record["elapsed"],
+            node_names=tuple(record["nodes"]),
+            gpus=record["gpus"],
+        )

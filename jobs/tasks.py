@@ -1,0 +1,48 @@
+"""Celery tasks of the jobs app: thin wrappers around jobs.sync, run by beat (settings' jobs
+block). A controller that does not answer is logged and retried at the next beat."""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+
+logger = logging.getLogger(__name__)
+
+
+@shared_task(name="jobs.tasks.sync_node_states", acks_late=True, ignore_result=True)
+def sync_node_states() -> int:
+    from jobs.drivers.base import SlurmUnavailable
+    from jobs.sync import sync_node_states as sync
+
+    try:
+        return len(sync())
+    except SlurmUnavailable as error:
+        logger.warning("node-state sync skipped: %s", error)
+        return 0
+
+
+@shared_task(name="jobs.tasks.sync_live_jobs", acks_late=True, ignore_result=True)
+def sync_live_jobs() -> dict:
+    from jobs.drivers.base import SlurmUnavailable
+    from jobs.sync import sync_live_jobs as sync
+
+    try:
+        result = sync()
+    except SlurmUnavailable as error:
+        logger.warning("live job sync skipped: %s", error)
+        return {}
+    return {"created": result.created, "updated": result.updated, "left": result.left_queue}
+
+
+@shared_task(name="jobs.tasks.import_accounting", acks_late=True, ignore_result=True)
+def import_accounting() -> dict:
+    from jobs.drivers.base import SlurmUnavailable
+    from jobs.sync import import_accounting as run_import
+
+    try:
+        result = run_import()
+    except SlurmUnavailable as error:
+        logger.warning("accounting import skipped: %s", error)
+        return {}
+    return {"created": result.created, "updated": result.updated}
