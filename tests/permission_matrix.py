@@ -296,4 +296,49 @@ MATRIX: dict[str, Route] = {
     "api:faults:platform-events": Route((post("/api/faults/events/", API_WRITE_RESPONDERS),)),
     "api:faults:alertmanager": Route((post("/api/faults/alertmanager/", API_WRITE_RESPONDERS),)),
     "api:faults:statistics": Route((get("/api/faults/statistics/", API_READ_CLUSTER),)),
+    # --- jobs (issue 4): tenant-private, so viewers see none; responders drain and resume -----
+    "jobs:job-list": Route((get("/jobs/", statuses(200, 200, 200, 403, 200, 302)),)),
+    "jobs:job-detail": Route(
+        (
+            get(lambda w: f"/jobs/{w.own_job.job_id}/", statuses(200, 200, 200, 403, 200, 302)),
+            get(lambda w: f"/jobs/{w.other_job.job_id}/", statuses(200, 200, 200, 403, 404, 302)),
+        )
+    ),
+    "jobs:node-panel": Route((get(lambda w: f"/jobs/nodes/{w.node.hostname}/slurm/", PAGE_ALL),)),
+    "jobs:bulk-drain": Route(
+        (get("/jobs/nodes/bulk-drain/", statuses(200, 200, 200, 403, 403, 302)),)
+    ),
+    "jobs:node-drain": Route(
+        (
+            post(
+                "/jobs/nodes/drain/",
+                statuses(302, 302, 302, 403, 403, 302),
+                note="errors come back as a message",
+            ),
+        )
+    ),
+    "jobs:node-resume": Route(
+        (
+            post(
+                "/jobs/nodes/resume/",
+                statuses(302, 302, 302, 403, 403, 302),
+                note="errors come back as a message",
+            ),
+        )
+    ),
+    "api:jobs:job-list": Route((get("/api/jobs/jobs/", statuses(200, 200, 200, 403, 200, 401)),)),
+    "api:jobs:job-detail": Route(
+        (
+            get(
+                lambda w: f"/api/jobs/jobs/{w.own_job.job_id}/",
+                statuses(200, 200, 200, 403, 200, 401),
+            ),
+            get(
+                lambda w: f"/api/jobs/jobs/{w.other_job.job_id}/",
+                statuses(200, 200, 200, 403, 404, 401),
+            ),
+        )
+    ),
+    "api:jobs:node-drain": Route((post("/api/jobs/nodes/drain", API_WRITE_RESPONDERS),)),
+    "api:jobs:node-resume": Route((post("/api/jobs/nodes/resume", API_WRITE_RESPONDERS),)),
 }

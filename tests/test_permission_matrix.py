@@ -20,6 +20,7 @@ from faults.models import IntakeRecord
 from faults.services import submit_user_report
 from inventory.allocations import allocation_create
 from inventory.models import LifecycleStatus, Node, Pod, Switch, SwitchPort
+from jobs.models import Job
 from portal.actions.canary import CANARY_KIND
 from portal.models import AuditEntry, Role
 from portal.services.accounts import api_token_create
@@ -69,6 +70,20 @@ def world(make_user, tenant_a, tenant_b):
     allocation = allocation_create(tenant=tenant_a, nodes=[node], start=timezone.now())
     switch = Switch.objects.create(hostname="matrix-leaf", role="leaf", pod=pod, rail=0)
     port = SwitchPort.objects.create(switch=switch, name="Ethernet0", speed_gbps=400)
+    own_job = Job.objects.create(
+        job_id="9001",
+        account=tenant_a.slurm_account,
+        tenant=tenant_a,
+        state="RUNNING",
+        source="squeue",
+    )
+    other_job = Job.objects.create(
+        job_id="9002",
+        account=tenant_b.slurm_account,
+        tenant=tenant_b,
+        state="RUNNING",
+        source="squeue",
+    )
     ticket, _ = submit_user_report(reported_by=users[Role.ONCALL], summary="probe", node=node)
     return SimpleNamespace(
         users=users,
@@ -81,6 +96,8 @@ def world(make_user, tenant_a, tenant_b):
         switch=switch,
         port=port,
         ticket=ticket,
+        own_job=own_job,
+        other_job=other_job,
         intake=IntakeRecord.objects.order_by("-pk").first(),
         audit_entry=AuditEntry.objects.order_by("-pk").first(),
         foreign_token=token,
