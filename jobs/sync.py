@@ -63,7 +63,8 @@ def sync_node_states(
         "pk", "hostname", "slurm_state", "slurm_reason"
     )
     candidates = [
-        pk for pk, hostname, state, reason in current
+        pk
+        for pk, hostname, state, reason in current
         if _differs(slurm_nodes[hostname], state, reason)
     ]
     if not candidates:
@@ -101,7 +102,13 @@ def sync_node_states(
                 "reason": change.reason,
                 "changed_at": by_id[change.node_id].slurm_state_changed_at,
             }
-            publish("cluster", "node.state", payload, tenant_ids=tenants.get(change.node_id, []))
+            publish(
+                "cluster",
+                "node.state",
+                payload,
+                tenant_ids=tenants.get(change.node_id, []),
+                tenant_private=False,  # cluster data; the tenants only scope what tenant admins see
+            )
             publish(f"node.{change.node_id}", "node.state", payload)
             if change.state in UNHEALTHY_STATES and change.previous_state not in UNHEALTHY_STATES:
                 hooks.notify_node_unhealthy(
@@ -145,9 +152,7 @@ def _replace_job_nodes(node_names_by_job: dict[int, Sequence[str]]) -> None:
     if not node_names_by_job:
         return
     through = Job.nodes.through
-    node_ids = _node_ids_by_hostname(
-        name for names in node_names_by_job.values() for name in names
-    )
+    node_ids = _node_ids_by_hostname(name for names in node_names_by_job.values() for name in names)
     through.objects.filter(job_id__in=list(node_names_by_job)).delete()
     through.objects.bulk_create(
         [
@@ -191,9 +196,22 @@ def publish_job(job: Job, event: str) -> None:
 # -- live jobs (squeue) ------------------------------------------------------------------------
 
 LIVE_JOB_FIELDS = [
-    "name", "user", "account", "partition", "state", "state_reason", "submit_time",
-    "start_time", "time_limit_minutes", "gpus", "node_count", "nodelist", "tenant",
-    "source", "left_queue_at", "updated_at",
+    "name",
+    "user",
+    "account",
+    "partition",
+    "state",
+    "state_reason",
+    "submit_time",
+    "start_time",
+    "time_limit_minutes",
+    "gpus",
+    "node_count",
+    "nodelist",
+    "tenant",
+    "source",
+    "left_queue_at",
+    "updated_at",
 ]
 
 
@@ -273,9 +291,25 @@ def _apply_live(job: Job, slurm: SlurmJob, tenant_id: int | None, now: datetime)
 # -- accounting (sacct) ------------------------------------------------------------------------
 
 FINISHED_JOB_FIELDS = [
-    "name", "user", "account", "partition", "state", "state_reason", "exit_code", "signal",
-    "submit_time", "start_time", "end_time", "elapsed_seconds", "gpus", "node_count",
-    "nodelist", "tenant", "gpu_seconds", "source", "updated_at",
+    "name",
+    "user",
+    "account",
+    "partition",
+    "state",
+    "state_reason",
+    "exit_code",
+    "signal",
+    "submit_time",
+    "start_time",
+    "end_time",
+    "elapsed_seconds",
+    "gpus",
+    "node_count",
+    "nodelist",
+    "tenant",
+    "gpu_seconds",
+    "source",
+    "updated_at",
 ]
 
 
@@ -384,9 +418,7 @@ def import_accounting(
     finished = driver.accounting(since=since, until=now)
     result = import_finished_jobs(finished)
     new_value = max(now, watermark.value) if watermark else now
-    SyncWatermark.objects.update_or_create(
-        name=ACCOUNTING_WATERMARK, defaults={"value": new_value}
-    )
+    SyncWatermark.objects.update_or_create(name=ACCOUNTING_WATERMARK, defaults={"value": new_value})
     if result.total:
         summary = {"created": result.created, "updated": result.updated}
         publish("jobs", "jobs.imported", summary, tenant_ids=[])

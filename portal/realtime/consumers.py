@@ -19,7 +19,7 @@ import json
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from portal.models.accounts import TENANT_DATA_ROLES
+from portal.models.accounts import TENANT_DATA_ROLES, Role
 from portal.realtime.access import can_subscribe
 from portal.realtime.fanout import local_fanout
 
@@ -110,9 +110,12 @@ class LiveEventsConsumer(AsyncJsonWebsocketConsumer):
         if message["group"] not in self.groups_joined:
             return
         tenant_ids = message.get("tenant_ids")
-        private = tenant_ids is not None and self.role not in TENANT_DATA_ROLES
-        if private and self.tenant_id not in tenant_ids:
-            return
+        if tenant_ids is not None:
+            if self.role == Role.TENANT_ADMIN:
+                if self.tenant_id not in tenant_ids:
+                    return
+            elif message.get("tenant_private", True) and self.role not in TENANT_DATA_ROLES:
+                return
         # The payload is already JSON (encoded once at publish time, not once per client).
         group, event = json.dumps(message["group"]), json.dumps(message["event"])
         self.pending_events.append(

@@ -23,12 +23,20 @@ CONSUMER_MESSAGE_TYPE = "portal.event"
 
 
 def publish(
-    group: str, event: str, payload: dict, *, tenant_ids: Iterable[int] | None = None
+    group: str,
+    event: str,
+    payload: dict,
+    *,
+    tenant_ids: Iterable[int] | None = None,
+    tenant_private: bool = True,
 ) -> None:
     """Send `event` with `payload` to `group` once the current transaction commits.
 
-    `tenant_ids` marks tenant-private data: cluster-wide roles receive it, a tenant admin only
-    when their tenant is listed. Outside a transaction the event is sent at once.
+    `tenant_ids` names the tenants the event concerns: a tenant admin receives it only when
+    their tenant is listed. With `tenant_private` (the default) it is also tenant data that
+    viewers may not see (a job); without, it is cluster data scoped for tenant admins (a node's
+    Slurm state), which every cluster-wide role receives. Outside a transaction the event is
+    sent at once.
     """
     if not is_valid_group_name(group):
         raise ValueError(f"invalid websocket group name {group!r}")
@@ -39,6 +47,7 @@ def publish(
         # Round-trip through Django's encoder so datetimes and decimals survive msgpack.
         "payload": DjangoJSONEncoder().encode(payload),
         "tenant_ids": sorted(set(tenant_ids)) if tenant_ids is not None else None,
+        "tenant_private": tenant_private,
     }
     transaction.on_commit(lambda: send_now(group, message), robust=True)
 

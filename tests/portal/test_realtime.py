@@ -309,3 +309,35 @@ async def test_one_process_subscription_serves_many_connections(make_user):
     for communicator in clients:
         await communicator.disconnect()
     assert "cluster" not in local_fanout().followers
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_cluster_data_scoped_to_tenants_reaches_viewers_but_only_that_tenant_admin(
+    make_user, tenant_a, tenant_b
+):
+    users = {
+        "own": await sync_to_async(make_user)(Role.TENANT_ADMIN, tenant_a),
+        "other": await sync_to_async(make_user)(Role.TENANT_ADMIN, tenant_b),
+        "viewer": await sync_to_async(make_user)(Role.VIEWER),
+        "operator": await sync_to_async(make_user)(Role.OPERATOR),
+    }
+    clients = {}
+    for name, user in users.items():
+        communicator, connected = await connect(await sync_to_async(token_headers)(user))
+        assert connected, name
+        await communicator.receive_json_from(timeout=5)
+        await subscribe(communicator, ["cluster"])
+        clients[name] = communicator
+    await sync_to_async(publish)(
+        "cluster",
+        "node.state",
+        {"hostname": "gpu001", "state": "drained"},
+        tenant_ids=[tenant_a.pk],
+        tenant_private=False,
+    )
+    for name in ("own", "viewer", "operator"):
+        assert (await next_event(clients[name]))["payload"]["state"] == "drained", name
+    assert await clients["other"].receive_nothing(timeout=0.3)
+    for communicator in clients.values():
+        await communicator.disconnect()
