@@ -117,14 +117,22 @@ class NICFilterSet(_OnNodeFilterSet):
 
     class Meta:
         model = NIC
-        fields = ["node", "node_id", "hostlist", "pod", "rack", "role", "rail", "device",
-                  "speed_gbps", "switch"]
+        fields = [
+            "node",
+            "node_id",
+            "hostlist",
+            "pod",
+            "rack",
+            "role",
+            "rail",
+            "device",
+            "speed_gbps",
+            "switch",
+        ]
 
     def filter_switch(self, queryset, name, value):
         side_a, side_b = _active_cable_ends(port__switch__hostname=value)
-        return queryset.filter(
-            Q(pk__in=side_a.values("a_nic")) | Q(pk__in=side_b.values("b_nic"))
-        )
+        return queryset.filter(Q(pk__in=side_a.values("a_nic")) | Q(pk__in=side_b.values("b_nic")))
 
 
 class SwitchFilterSet(filters.FilterSet):
@@ -163,8 +171,19 @@ class SwitchPortFilterSet(filters.FilterSet):
 
     class Meta:
         model = SwitchPort
-        fields = ["switch", "switch_id", "role", "pod", "rail", "name", "speed_gbps",
-                  "admin_status", "oper_status", "node", "breakout"]
+        fields = [
+            "switch",
+            "switch_id",
+            "role",
+            "pod",
+            "rail",
+            "name",
+            "speed_gbps",
+            "admin_status",
+            "oper_status",
+            "node",
+            "breakout",
+        ]
 
     def filter_node(self, queryset, name, value):
         side_a, side_b = _active_cable_ends(nic__node__hostname=value)
@@ -209,9 +228,7 @@ class CableFilterSet(filters.FilterSet):
         return queryset.filter(Q(a_nic__rail=value) | Q(b_nic__rail=value))
 
     def filter_pod(self, queryset, name, value):
-        return queryset.filter(
-            Q(a_nic__node__pod__name=value) | Q(b_nic__node__pod__name=value)
-        )
+        return queryset.filter(Q(a_nic__node__pod__name=value) | Q(b_nic__node__pod__name=value))
 
 
 class AllocationFilterSet(filters.FilterSet):

@@ -38,8 +38,10 @@ class BulkInvalid(InvalidInput):
 
 def _fields(detail) -> dict:
     if isinstance(detail, dict):
-        return {name: messages if isinstance(messages, list) else [messages]
-                for name, messages in detail.items()}
+        return {
+            name: messages if isinstance(messages, list) else [messages]
+            for name, messages in detail.items()
+        }
     return {"non_field_errors": detail if isinstance(detail, list) else [str(detail)]}
 
 

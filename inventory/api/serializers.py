@@ -151,8 +151,9 @@ class PodSerializer(StrictModelSerializer):
 
 class RackSerializer(StrictModelSerializer):
     url = _url("rack")
-    pod = BriefRelatedField(PodBriefSerializer, queryset=Pod.objects.all(), allow_null=True,
-                            required=False)
+    pod = BriefRelatedField(
+        PodBriefSerializer, queryset=Pod.objects.all(), allow_null=True, required=False
+    )
 
     class Meta:
         model = Rack
@@ -221,7 +222,10 @@ class NICSerializer(LinkedMixin, StrictModelSerializer):
     url = _url("nic")
     node = BriefRelatedField(NodeBriefSerializer, queryset=Node.objects.all())
     rail = serializers.IntegerField(
-        min_value=0, max_value=RAILS - 1, allow_null=True, required=False,
+        min_value=0,
+        max_value=RAILS - 1,
+        allow_null=True,
+        required=False,
         help_text="0-7, rail NICs only",
     )
     affinity_gpu = BriefRelatedField(
@@ -290,7 +294,10 @@ class SwitchSerializer(StrictModelSerializer):
         RackBriefSerializer, queryset=Rack.objects.all(), allow_null=True, required=False
     )
     rail = serializers.IntegerField(
-        min_value=0, max_value=RAILS - 1, allow_null=True, required=False,
+        min_value=0,
+        max_value=RAILS - 1,
+        allow_null=True,
+        required=False,
         help_text="The rail a leaf serves (0-7); leafs only",
     )
 
@@ -376,20 +383,28 @@ class CableSerializer(StrictModelSerializer):
 
     url = _url("cable")
     a_nic = BriefRelatedField(
-        NICBriefSerializer, queryset=NIC.objects.select_related("node"), allow_null=True,
+        NICBriefSerializer,
+        queryset=NIC.objects.select_related("node"),
+        allow_null=True,
         required=False,
     )
     a_port = BriefRelatedField(
-        PortBriefSerializer, queryset=SwitchPort.objects.select_related("switch"),
-        allow_null=True, required=False,
+        PortBriefSerializer,
+        queryset=SwitchPort.objects.select_related("switch"),
+        allow_null=True,
+        required=False,
     )
     b_nic = BriefRelatedField(
-        NICBriefSerializer, queryset=NIC.objects.select_related("node"), allow_null=True,
+        NICBriefSerializer,
+        queryset=NIC.objects.select_related("node"),
+        allow_null=True,
         required=False,
     )
     b_port = BriefRelatedField(
-        PortBriefSerializer, queryset=SwitchPort.objects.select_related("switch"),
-        allow_null=True, required=False,
+        PortBriefSerializer,
+        queryset=SwitchPort.objects.select_related("switch"),
+        allow_null=True,
+        required=False,
     )
     status = serializers.ChoiceField(choices=CableStatus.choices, default=CableStatus.PLANNED)
 
@@ -416,21 +431,25 @@ class CableSerializer(StrictModelSerializer):
     def validate(self, attrs):
         if self.instance is not None:
             changed = [
-                end for end in CABLE_ENDS
+                end
+                for end in CABLE_ENDS
                 if end in attrs and attrs[end] != getattr(self.instance, end)
             ]
             if changed:
                 raise serializers.ValidationError(
-                    {end: ["a cable's ends cannot change; decommission it and create another"]
-                     for end in changed}
+                    {
+                        end: ["a cable's ends cannot change; decommission it and create another"]
+                        for end in changed
+                    }
                 )
             return attrs
         errors = {}
         for side in ("a", "b"):
             nic, port = attrs.get(f"{side}_nic"), attrs.get(f"{side}_port")
             if (nic is None) == (port is None):
-                errors[side] = [f"end {side.upper()} is one NIC ({side}_nic) or one port "
-                                f"({side}_port)"]
+                errors[side] = [
+                    f"end {side.upper()} is one NIC ({side}_nic) or one port ({side}_port)"
+                ]
         if errors:
             raise serializers.ValidationError(errors)
         return attrs
@@ -450,8 +469,17 @@ class AllocationSerializer(StrictModelSerializer):
 
     class Meta:
         model = Allocation
-        fields = ["id", "url", "tenant", "nodes", "hostlist", "start", "end", "purpose",
-                  "created_at"]
+        fields = [
+            "id",
+            "url",
+            "tenant",
+            "nodes",
+            "hostlist",
+            "start",
+            "end",
+            "purpose",
+            "created_at",
+        ]
 
     def validate(self, attrs):
         from inventory.selectors import nodes_from_hostlist

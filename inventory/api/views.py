@@ -64,9 +64,11 @@ class InventoryViewSet(SelectorQuerysetMixin, AuditedModelMixin, viewsets.ModelV
         try:
             super().perform_destroy(instance)
         except (ProtectedError, RestrictedError) as exc:
-            blocking = sorted({str(obj) for obj in list(exc.protected_objects)[:5]}
-                              if isinstance(exc, ProtectedError)
-                              else {str(obj) for obj in list(exc.restricted_objects)[:5]})
+            blocking = sorted(
+                {str(obj) for obj in list(exc.protected_objects)[:5]}
+                if isinstance(exc, ProtectedError)
+                else {str(obj) for obj in list(exc.restricted_objects)[:5]}
+            )
             raise Conflict(
                 f"{instance} is still referenced by {', '.join(blocking)}; "
                 "remove or decommission those first."
@@ -140,8 +142,10 @@ class NICViewSet(CursorPaginatedMixin, InventoryViewSet):
         # NIC's active cable and far end from these prefetches.
         return selectors.nic_list(user=user, with_links=True)
 
-    @extend_schema(summary="Cable trace: NIC -> leaf port -> leaf -> uplinks -> spines",
-                   responses={200: inventory_serializers.TraceSerializer})
+    @extend_schema(
+        summary="Cable trace: NIC -> leaf port -> leaf -> uplinks -> spines",
+        responses={200: inventory_serializers.TraceSerializer},
+    )
     @action(detail=True, methods=["get"])
     def trace(self, request, pk=None):
         trace = selectors.trace_from_nic(self.get_object())
@@ -185,8 +189,10 @@ class SwitchPortViewSet(CursorPaginatedMixin, InventoryViewSet):
     def restrict_queryset(self, user):
         return selectors.port_list(user=user)
 
-    @extend_schema(summary="Cable trace through a switch port",
-                   responses={200: inventory_serializers.TraceSerializer})
+    @extend_schema(
+        summary="Cable trace through a switch port",
+        responses={200: inventory_serializers.TraceSerializer},
+    )
     @action(detail=True, methods=["get"])
     def trace(self, request, pk=None):
         trace = selectors.trace_from_port(self.get_object())
@@ -209,8 +215,10 @@ class CableViewSet(CursorPaginatedMixin, InventoryViewSet):
 
     def perform_create(self, serializer):
         data = dict(serializer.validated_data)
-        ends = {side: data.pop(f"{side}_nic", None) or data.pop(f"{side}_port", None)
-                for side in ("a", "b")}
+        ends = {
+            side: data.pop(f"{side}_nic", None) or data.pop(f"{side}_port", None)
+            for side in ("a", "b")
+        }
         for end in ("a_nic", "a_port", "b_nic", "b_port"):
             data.pop(end, None)
         # The service audits the new cable itself.
@@ -220,7 +228,8 @@ class CableViewSet(CursorPaginatedMixin, InventoryViewSet):
 
     def perform_update(self, serializer):
         changes = {
-            name: value for name, value in serializer.validated_data.items()
+            name: value
+            for name, value in serializer.validated_data.items()
             if name not in inventory_serializers.CABLE_ENDS
         }
         serializer.instance = cable_update(

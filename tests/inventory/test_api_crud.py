@@ -17,14 +17,24 @@ def test_node_crud_round_trip_is_audited(sakuraone, operator_api):
     rack = Rack.objects.get(name="p1-rack01")
     created = operator_api.post(
         f"{API}/nodes/",
-        {"hostname": "gpu901", "serial": "X-901", "pod": pod.pk, "rack": rack.pk,
-         "cpu_count": 2, "memory_gb": 1536, "status": "planned"},
+        {
+            "hostname": "gpu901",
+            "serial": "X-901",
+            "pod": pod.pk,
+            "rack": rack.pk,
+            "cpu_count": 2,
+            "memory_gb": 1536,
+            "status": "planned",
+        },
         format="json",
     )
     assert created.status_code == 201, created.json()
     body = created.json()
-    assert body["pod"] == {"id": pod.pk, "url": f"http://testserver{API}/pods/{pod.pk}/",
-                           "name": "p1"}
+    assert body["pod"] == {
+        "id": pod.pk,
+        "url": f"http://testserver{API}/pods/{pod.pk}/",
+        "name": "p1",
+    }
     assert body["rack"]["name"] == "p1-rack01"
     url = f"{API}/nodes/{body['id']}/"
     assert operator_api.get(url).json()["hostname"] == "gpu901"
@@ -84,19 +94,26 @@ def test_switch_shows_the_credentials_reference_and_nothing_secret(sakuraone, op
 
 def test_every_model_creates_updates_and_deletes(sakuraone, operator_api):
     pod = operator_api.post(f"{API}/pods/", {"name": "p9"}, format="json").json()
-    rack = operator_api.post(f"{API}/racks/", {"name": "p9-rack01", "pod": pod["id"]},
-                             format="json").json()
+    rack = operator_api.post(
+        f"{API}/racks/", {"name": "p9-rack01", "pod": pod["id"]}, format="json"
+    ).json()
     new_node = operator_api.post(
-        f"{API}/nodes/", {"hostname": "gpu950", "pod": pod["id"], "rack": rack["id"]},
+        f"{API}/nodes/",
+        {"hostname": "gpu950", "pod": pod["id"], "rack": rack["id"]},
         format="json",
     ).json()
-    gpu = operator_api.post(f"{API}/gpus/", {"node": new_node["id"], "index": 0},
-                            format="json")
+    gpu = operator_api.post(f"{API}/gpus/", {"node": new_node["id"], "index": 0}, format="json")
     assert gpu.status_code == 201, gpu.json()
     nic_response = operator_api.post(
         f"{API}/nics/",
-        {"node": new_node["id"], "device": "mlx5_0", "role": "rail", "rail": 0,
-         "affinity_gpu": gpu.json()["id"], "affinity_kind": "PIX"},
+        {
+            "node": new_node["id"],
+            "device": "mlx5_0",
+            "role": "rail",
+            "rail": 0,
+            "affinity_gpu": gpu.json()["id"],
+            "affinity_kind": "PIX",
+        },
         format="json",
     )
     assert nic_response.status_code == 201, nic_response.json()
@@ -114,15 +131,20 @@ def test_every_model_creates_updates_and_deletes(sakuraone, operator_api):
     assert leaf_port.status_code == 201, leaf_port.json()
     cable = operator_api.post(
         f"{API}/cables/",
-        {"a_nic": nic_response.json()["id"], "b_port": leaf_port.json()["id"],
-         "type": "400GBASE-DR4", "length_m": "3.00"},
+        {
+            "a_nic": nic_response.json()["id"],
+            "b_port": leaf_port.json()["id"],
+            "type": "400GBASE-DR4",
+            "length_m": "3.00",
+        },
         format="json",
     )
     assert cable.status_code == 201, cable.json()
     assert cable.json()["status"] == "planned"
     cable_url = f"{API}/cables/{cable.json()['id']}/"
-    connected = operator_api.patch(cable_url, {"status": "connected", "label": "C-1"},
-                                   format="json")
+    connected = operator_api.patch(
+        cable_url, {"status": "connected", "label": "C-1"}, format="json"
+    )
     assert connected.status_code == 200, connected.json()
     assert (connected.json()["status"], connected.json()["label"]) == ("connected", "C-1")
     # The NIC is protected by its cable: 409 naming it, nothing deleted.
@@ -130,10 +152,16 @@ def test_every_model_creates_updates_and_deletes(sakuraone, operator_api):
     assert refused.status_code == 409
     assert "Cable #" in refused.json()["detail"]
     assert NIC.objects.filter(pk=nic_response.json()["id"]).exists()
-    for url in (cable_url, f"{API}/nics/{nic_response.json()['id']}/",
-                f"{API}/ports/{leaf_port.json()['id']}/", f"{API}/switches/{leaf.json()['id']}/",
-                f"{API}/gpus/{gpu.json()['id']}/", f"{API}/nodes/{new_node['id']}/",
-                f"{API}/racks/{rack['id']}/", f"{API}/pods/{pod['id']}/"):
+    for url in (
+        cable_url,
+        f"{API}/nics/{nic_response.json()['id']}/",
+        f"{API}/ports/{leaf_port.json()['id']}/",
+        f"{API}/switches/{leaf.json()['id']}/",
+        f"{API}/gpus/{gpu.json()['id']}/",
+        f"{API}/nodes/{new_node['id']}/",
+        f"{API}/racks/{rack['id']}/",
+        f"{API}/pods/{pod['id']}/",
+    ):
         assert operator_api.delete(url).status_code == 204, url
     assert not Pod.objects.filter(name="p9").exists()
 
@@ -226,8 +254,11 @@ def test_duplicate_cable_end_is_a_400_naming_the_end(sakuraone, operator_api):
     before = Cable.objects.count()
     response = operator_api.post(
         f"{API}/cables/",
-        {"a_nic": nic("gpu001", "mlx5_0").pk, "b_port": port("leaf-p1-r0", "Ethernet200").pk,
-         "type": "800GBASE-2DR4"},
+        {
+            "a_nic": nic("gpu001", "mlx5_0").pk,
+            "b_port": port("leaf-p1-r0", "Ethernet200").pk,
+            "type": "800GBASE-2DR4",
+        },
         format="json",
     )
     assert response.status_code == 400
@@ -240,8 +271,11 @@ def test_cable_end_on_the_other_side_of_an_existing_cable_is_refused(sakuraone, 
     # leaf-p1-r0 Ethernet0 is side B of gpu001's rail-0 cable; here it would be side A.
     response = operator_api.post(
         f"{API}/cables/",
-        {"a_port": port("leaf-p1-r0", "Ethernet0").pk,
-         "b_port": port("leaf-p1-r1", "Ethernet200").pk, "type": "800GBASE-SR8"},
+        {
+            "a_port": port("leaf-p1-r0", "Ethernet0").pk,
+            "b_port": port("leaf-p1-r1", "Ethernet200").pk,
+            "type": "800GBASE-SR8",
+        },
         format="json",
     )
     assert response.status_code == 400
@@ -256,16 +290,22 @@ def test_cable_to_the_wrong_rail_or_pod_leaf_is_refused(sakuraone, operator_api)
     before = Cable.objects.count()
     wrong_rail = operator_api.post(
         f"{API}/cables/",
-        {"a_nic": rail_nic.pk, "b_port": port("leaf-p1-r5", "Ethernet200").pk,
-         "type": "400GBASE-DR4"},
+        {
+            "a_nic": rail_nic.pk,
+            "b_port": port("leaf-p1-r5", "Ethernet200").pk,
+            "type": "400GBASE-DR4",
+        },
         format="json",
     )
     assert wrong_rail.status_code == 400
     assert wrong_rail.json()["a"] == ["gpu001 mlx5_4 is on rail 3; leaf-p1-r5 serves rail 5"]
     wrong_pod = operator_api.post(
         f"{API}/cables/",
-        {"a_nic": rail_nic.pk, "b_port": port("leaf-p2-r3", "Ethernet200").pk,
-         "type": "400GBASE-DR4"},
+        {
+            "a_nic": rail_nic.pk,
+            "b_port": port("leaf-p2-r3", "Ethernet200").pk,
+            "type": "400GBASE-DR4",
+        },
         format="json",
     )
     assert wrong_pod.status_code == 400
@@ -273,8 +313,11 @@ def test_cable_to_the_wrong_rail_or_pod_leaf_is_refused(sakuraone, operator_api)
     assert Cable.objects.count() == before
     right = operator_api.post(
         f"{API}/cables/",
-        {"a_nic": rail_nic.pk, "b_port": port("leaf-p1-r3", "Ethernet200").pk,
-         "type": "400GBASE-DR4"},
+        {
+            "a_nic": rail_nic.pk,
+            "b_port": port("leaf-p1-r3", "Ethernet200").pk,
+            "type": "400GBASE-DR4",
+        },
         format="json",
     )
     assert right.status_code == 201, right.json()
@@ -285,7 +328,6 @@ def test_cable_to_the_wrong_rail_or_pod_leaf_is_refused(sakuraone, operator_api)
     [
         ({"type": "800GBASE-SR8"}, "a"),
         ({"a_nic": "first", "type": "800GBASE-SR8"}, "a_nic"),
-        ({"a_port": 1, "a_nic": 1, "type": "800GBASE-SR8"}, "a"),
         ({"type": "carrier-pigeon"}, "type"),
         ({"length_m": -3, "type": "800GBASE-SR8"}, "a"),
     ],
@@ -298,10 +340,27 @@ def test_bad_cable_input_names_the_field(sakuraone, operator_api, payload, field
     assert Cable.objects.count() == before
 
 
+def test_a_cable_end_is_one_nic_or_one_port(sakuraone, operator_api):
+    free_nic, free_port = nic("gpu001", "mlx5_3"), port("leaf-p1-r0", "Ethernet200")
+    response = operator_api.post(
+        f"{API}/cables/",
+        {
+            "a_nic": free_nic.pk,
+            "a_port": free_port.pk,
+            "b_port": port("storage-1", "Ethernet504").pk,
+            "type": "800GBASE-SR8",
+        },
+        format="json",
+    )
+    assert response.status_code == 400
+    assert "one NIC (a_nic) or one port (a_port)" in response.json()["a"][0]
+
+
 def test_cable_ends_cannot_change(sakuraone, operator_api):
     cable = Cable.objects.get(a_nic=nic("gpu001", "mlx5_0"))
     response = operator_api.patch(
-        f"{API}/cables/{cable.pk}/", {"b_port": port("leaf-p1-r0", "Ethernet200").pk},
+        f"{API}/cables/{cable.pk}/",
+        {"b_port": port("leaf-p1-r0", "Ethernet200").pk},
         format="json",
     )
     assert response.status_code == 400
@@ -313,12 +372,19 @@ def test_cable_ends_cannot_change(sakuraone, operator_api):
 def test_recommissioning_a_cable_whose_end_was_reused_is_refused(sakuraone, operator_api):
     rail_nic = nic("gpu001", "mlx5_0")
     old = Cable.objects.get(a_nic=rail_nic)
-    assert operator_api.patch(f"{API}/cables/{old.pk}/", {"status": "decommissioned"},
-                              format="json").status_code == 200
+    assert (
+        operator_api.patch(
+            f"{API}/cables/{old.pk}/", {"status": "decommissioned"}, format="json"
+        ).status_code
+        == 200
+    )
     new = operator_api.post(
         f"{API}/cables/",
-        {"a_nic": rail_nic.pk, "b_port": port("leaf-p1-r0", "Ethernet200").pk,
-         "type": "400GBASE-DR4"},
+        {
+            "a_nic": rail_nic.pk,
+            "b_port": port("leaf-p1-r0", "Ethernet200").pk,
+            "type": "400GBASE-DR4",
+        },
         format="json",
     )
     assert new.status_code == 201, new.json()
@@ -343,13 +409,20 @@ def test_port_breakout_parent_must_be_on_the_same_switch(sakuraone, operator_api
 def test_allocation_by_hostlist(sakuraone, operator_api, tenant_a):
     response = operator_api.post(
         f"{API}/allocations/",
-        {"tenant": tenant_a.pk, "hostlist": "gpu[001-004]", "start": "2026-01-01T00:00:00Z",
-         "purpose": "training"},
+        {
+            "tenant": tenant_a.pk,
+            "hostlist": "gpu[001-004]",
+            "start": "2026-01-01T00:00:00Z",
+            "purpose": "training",
+        },
         format="json",
     )
     assert response.status_code == 201, response.json()
     assert [brief["hostname"] for brief in response.json()["nodes"]] == [
-        "gpu001", "gpu002", "gpu003", "gpu004"
+        "gpu001",
+        "gpu002",
+        "gpu003",
+        "gpu004",
     ]
     assert response.json()["tenant"]["slug"] == "tenant-a"
     unknown = operator_api.post(
@@ -361,8 +434,12 @@ def test_allocation_by_hostlist(sakuraone, operator_api, tenant_a):
     assert unknown.json()["hostlist"] == ["unknown node(s): gpu101"]
     backwards = operator_api.post(
         f"{API}/allocations/",
-        {"tenant": tenant_a.pk, "nodes": [node("gpu005").pk], "start": "2026-01-02T00:00:00Z",
-         "end": "2026-01-01T00:00:00Z"},
+        {
+            "tenant": tenant_a.pk,
+            "nodes": [node("gpu005").pk],
+            "start": "2026-01-02T00:00:00Z",
+            "end": "2026-01-01T00:00:00Z",
+        },
         format="json",
     )
     assert backwards.status_code == 400
