@@ -13,7 +13,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.validators import UniqueTogetherValidator
 
-from inventory.api.fields import BriefRelatedField
+from inventory.api.fields import BriefRelatedField, DetailURLField
 from inventory.models import (
     GPU,
     GPUS_PER_NODE,
@@ -35,8 +35,8 @@ from portal.models import Tenant
 MAC = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
 
 
-def _url(name: str) -> serializers.HyperlinkedIdentityField:
-    return serializers.HyperlinkedIdentityField(view_name=f"api:inventory:{name}-detail")
+def _url(name: str) -> DetailURLField:
+    return DetailURLField(view_name=f"api:inventory:{name}-detail")
 
 
 # -- brief representations ---------------------------------------------------------------------
@@ -109,7 +109,7 @@ class CableBriefSerializer(serializers.ModelSerializer):
 
 
 class TenantBriefSerializer(serializers.ModelSerializer):
-    url = serializers.HyperlinkedIdentityField(view_name="api:tenant-detail")
+    url = DetailURLField(view_name="api:tenant-detail")
 
     class Meta:
         model = Tenant
@@ -135,7 +135,10 @@ class LinkedMixin(serializers.Serializer):
         link = nic_link(obj)
         if link is None:
             return None
-        return LinkSerializer(link._asdict(), context=self.context).data
+        serializer = getattr(self, "_link_serializer", None)
+        if serializer is None:  # built once per request, as BriefRelatedField does
+            serializer = self._link_serializer = LinkSerializer(context=self.context)
+        return serializer.to_representation(link._asdict())
 
 
 # -- full representations ----------------------------------------------------------------------

@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from inventory import filtersets, selectors
+from inventory.api import fast_lists
 from inventory.api import serializers as inventory_serializers
 from inventory.api.bulk import with_bulk_writes
 from inventory.api.errors import integrity_error_fields
@@ -138,9 +139,16 @@ class NICViewSet(CursorPaginatedMixin, InventoryViewSet):
     action_roles = {"trace": FABRIC_READERS}
 
     def restrict_queryset(self, user):
-        # `with_links` (hand-added, two queries per page): the serializer's `link` reads each
-        # NIC's active cable and far end from these prefetches.
-        return selectors.nic_list(user=user, with_links=True)
+        # Hand-added prefetch (two queries per page): the serializer's `link` reads each NIC's
+        # active cable and far end from it.
+        return selectors.nic_list_with_links(user=user)
+
+    def list(self, request, *args, **kwargs):
+        # Rows from plain values (fast_lists): the same representation as the serializer's, at
+        # a fraction of the cost for pages of up to 1,000 NICs.
+        queryset = self.filter_queryset(self.get_queryset())
+        page = self.paginate_queryset(fast_lists.nic_values(queryset))
+        return self.get_paginated_response(fast_lists.nic_representations(page, request))
 
     @extend_schema(
         summary="Cable trace: NIC -> leaf port -> leaf -> uplinks -> spines",
@@ -187,7 +195,9 @@ class SwitchPortViewSet(CursorPaginatedMixin, InventoryViewSet):
     action_roles = {"trace": FABRIC_READERS}
 
     def restrict_queryset(self, user):
-        return selectors.port_list(user=user)
+        # Hand-added prefetch (two queries per page): the serializer's `link` reads each port's
+        # active cable and far end from it.
+        return selectors.port_list_with_links(user=user)
 
     @extend_schema(
         summary="Cable trace through a switch port",

@@ -130,15 +130,16 @@ def query_count(client, url: str, params: dict) -> int:
 
 
 # (resource, filters, queries): 2 for the token and the role, then COUNT(*) on page-number lists,
-# the page itself, and one per prefetch (a NIC's or port's active cables, an allocation's nodes).
+# the page itself, and one per prefetch (a port's active cables by side, an allocation's nodes;
+# the NIC list reads its page's cables in one query, see inventory.api.fast_lists).
 LISTS = [
     ("pods", {}, 4),
     ("racks", {}, 4),
     ("nodes", {}, 4),
     ("nodes", {"hostlist": "gpu[001-050]"}, 5),
     ("gpus", {}, 3),
-    ("nics", {}, 5),
-    ("nics", {"node": "gpu001"}, 5),
+    ("nics", {}, 4),
+    ("nics", {"node": "gpu001"}, 4),
     ("switches", {}, 4),
     ("ports", {}, 5),
     ("cables", {}, 3),
@@ -181,3 +182,46 @@ def test_decommissioned_cables_leave_the_nic_link_but_stay_listed(sakuraone, ope
         operator_api.get(f"{API}/cables/", {"node": "gpu001", "status": "decommissioned"})
     )
     assert [row["a_nic"]["device"] for row in listed] == ["mlx5_0"]
+
+
+def test_nic_list_rows_are_exactly_what_the_serializer_shows(sakuraone, operator_api):
+    """The NIC list builds its rows from plain values; they must match NICSerializer's
+    representation of every NIC, whatever its cable: none, to a port on side B, to a port on
+    side A, decommissioned, or (a validation error) to another NIC."""
+    from rest_framework.test import APIRequestFactory
+
+    from inventory.api.serializers import NICSerializer
+    from inventory.selectors import nic_list_with_links
+
+    Cable.objects.filter(a_nic=nic("gpu001", "mlx5_0")).update(status=CableStatus.DECOMMISSIONED)
+    flipped = Cable.objects.get(a_nic=nic("gpu002", "mlx5_0"))
+    flipped.a_nic, flipped.b_port, flipped.a_port, flipped.b_nic = (
+        None,
+        None,
+        flipped.b_port,
+        flipped.a_nic,
+    )
+    flipped.save()
+    Cable.objects.create(
+        a_nic=nic("gpu003", "mlx5_3"), b_nic=nic("gpu004", "mlx5_3"), type="400G-DAC"
+    )
+    listed, url, params = [], f"{API}/nics/", {"page_size": 1000}
+    while url:
+        body = operator_api.get(url, params).json()
+        listed += body["results"]
+        url, params = body["next"], None
+    request = APIRequestFactory().get("/")
+    request.user = operator_api.user
+    from rest_framework.request import Request
+
+    nics = nic_list_with_links(user=operator_api.user).select_related("node", "affinity_gpu")
+    expected = NICSerializer(
+        nics.order_by("id"), many=True, context={"request": Request(request)}
+    ).data
+    assert len(listed) == 1200
+    assert listed == [dict(row) for row in expected]
+    by_device = {(row["node"]["hostname"], row["device"]): row for row in listed}
+    assert by_device[("gpu001", "mlx5_0")]["link"] is None
+    assert by_device[("gpu002", "mlx5_0")]["link"]["port"]["switch"]["hostname"] == "leaf-p1-r0"
+    assert by_device[("gpu003", "mlx5_3")]["link"]["nic"]["node"]["hostname"] == "gpu004"
+    assert by_device[("gpu004", "mlx5_3")]["link"]["nic"]["node"]["hostname"] == "gpu003"
