@@ -121,12 +121,10 @@ def nic_representations(rows: Iterable[dict], request) -> list[dict]:
 
 def _link(row: dict, urls) -> dict | None:
     """As `nic_link` chooses: the active cable with the NIC on side A, else on side B."""
-    for near, far in SIDES.items():
-        cable_id = row[f"cable_{near}__id"]
-        if cable_id is not None:
-            break
-    else:
+    near = next((side for side in SIDES if row[f"cable_{side}__id"] is not None), None)
+    if near is None:
         return None
+    far, cable_id = SIDES[near], row[f"cable_{near}__id"]
 
     def column(name: str):
         return row[f"cable_{near}__{far}_{name}"]
