@@ -28,7 +28,7 @@ from inventory.models import (
     Switch,
     SwitchPort,
 )
-from inventory.selectors import nic_link
+from inventory.selectors import nic_link, nodes_from_hostlist
 from portal.api.serializers import StrictModelSerializer, StrictSerializer
 from portal.models import Tenant
 
@@ -485,8 +485,6 @@ class AllocationSerializer(StrictModelSerializer):
         ]
 
     def validate(self, attrs):
-        from inventory.selectors import nodes_from_hostlist
-
         if "hostlist" in attrs:
             if "nodes" in attrs:
                 raise serializers.ValidationError(

@@ -64,16 +64,19 @@ class InventoryViewSet(SelectorQuerysetMixin, AuditedModelMixin, viewsets.ModelV
     def perform_destroy(self, instance):
         try:
             super().perform_destroy(instance)
-        except (ProtectedError, RestrictedError) as exc:
-            blocking = sorted(
-                {str(obj) for obj in list(exc.protected_objects)[:5]}
-                if isinstance(exc, ProtectedError)
-                else {str(obj) for obj in list(exc.restricted_objects)[:5]}
-            )
-            raise Conflict(
-                f"{instance} is still referenced by {', '.join(blocking)}; "
-                "remove or decommission those first."
-            ) from None
+        except ProtectedError as exc:
+            raise _still_referenced(instance, exc.protected_objects) from None
+        except RestrictedError as exc:
+            raise _still_referenced(instance, exc.restricted_objects) from None
+
+
+def _still_referenced(instance, blocking) -> Conflict:
+    """409 naming (up to five of) the rows that keep `instance` from being deleted, e.g. the
+    cables on a NIC: deleting them silently would lose the cabling record."""
+    names = sorted({str(obj) for obj in list(blocking)[:5]})
+    return Conflict(
+        f"{instance} is still referenced by {', '.join(names)}; remove or decommission those first."
+    )
 
 
 class CursorPaginatedMixin:
@@ -269,7 +272,6 @@ class TopologyImportView(APIView):
     or the YAML file itself (`Content-Type: application/yaml`) with `?scale=&dry_run=`."""
 
     parser_classes = [JSONParser, YAMLParser, TextYAMLParser]
-    read_roles = frozenset()  # POST only; GET is not offered
 
     @extend_schema(
         summary="Import a topology spec (operators)",

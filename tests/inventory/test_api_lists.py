@@ -131,15 +131,15 @@ def query_count(client, url: str, params: dict) -> int:
 
 # (resource, filters, queries): 2 for the token and the role, then COUNT(*) on page-number lists,
 # the page itself, and one per prefetch (a port's active cables by side, an allocation's nodes;
-# the NIC list joins its active cables into the page query, see inventory.api.fast_lists).
+# the NIC list: its cables joined into the page, then their far ports; see api.fast_lists).
 LISTS = [
     ("pods", {}, 4),
     ("racks", {}, 4),
     ("nodes", {}, 4),
     ("nodes", {"hostlist": "gpu[001-050]"}, 5),
     ("gpus", {}, 3),
-    ("nics", {}, 3),
-    ("nics", {"node": "gpu001"}, 3),
+    ("nics", {}, 4),
+    ("nics", {"node": "gpu001"}, 4),
     ("switches", {}, 4),
     ("ports", {}, 5),
     ("cables", {}, 3),
