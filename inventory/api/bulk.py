@@ -76,12 +76,14 @@ def bulk_write(view, request) -> Response:
     model = view.get_queryset().model
     with transaction.atomic():
         for index, serializer in bound:
+            # perform_create/perform_update write inside their own atomic block (the audited
+            # mixin, the cabling services); nested in this one it is a savepoint, so a failed
+            # item rolls back alone and the items after it are still checked.
             try:
-                with transaction.atomic():
-                    if updating:
-                        view.perform_update(serializer)
-                    else:
-                        view.perform_create(serializer)
+                if updating:
+                    view.perform_update(serializer)
+                else:
+                    view.perform_create(serializer)
             except IntegrityError as exc:
                 errors.append({"index": index, "fields": integrity_error_fields(model, exc)})
             except ServiceError as exc:
