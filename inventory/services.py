@@ -131,3 +131,79 @@ def cable_set_status(*, cable: Cable, status: str, actor=None, via: str = "api")
         via=via,
     )
     return cable
+
+
+# -- the API's cabling: the rail rule checked before a cable exists ------------------------------
+
+
+def cable_rail_errors(a: End, b: End) -> dict[str, list[str]]:
+    """Errors, by side `a` / `b`, when a cable would break the rail rule: rail NIC r of a node
+    in pod p lands only on leaf r of pod p (DESIGN.md section 1). Empty when the cable is fine
+    or is not a rail NIC-to-leaf cable."""
+    errors: dict[str, list[str]] = {}
+    for side, nic, port in (("a", a, b), ("b", b, a)):
+        if not isinstance(nic, NIC) or not isinstance(port, SwitchPort):
+            continue
+        switch = port.switch
+        if nic.role == NIC.Role.RAIL and switch.role == "leaf":
+            if switch.rail is not None and switch.rail != nic.rail:
+                errors.setdefault(side, []).append(
+                    f"{_describe(nic)} is on rail {nic.rail}; {switch.hostname} serves rail "
+                    f"{switch.rail}"
+                )
+            if switch.pod_id != nic.node.pod_id:
+                errors.setdefault(side, []).append(
+                    f"{_describe(nic)} is in pod {nic.node.pod}; {switch.hostname} is a leaf "
+                    f"of pod {switch.pod}"
+                )
+        elif nic.role != NIC.Role.RAIL and switch.role == "leaf" and switch.rail is not None:
+            errors.setdefault(side, []).append(
+                f"{_describe(nic)} is a {nic.role} NIC; {switch.hostname} is a rail {switch.rail} "
+                f"leaf for rail NICs only"
+            )
+    return errors
+
+
+def cable_create_on_rail(*, a: End, b: End, **fields) -> Cable:
+    """`cable_create`, refusing first (InvalidInput naming the side) a cable that would put a
+    NIC on the wrong rail's or the wrong pod's leaf."""
+    errors = cable_rail_errors(a, b)
+    if errors:
+        raise InvalidInput(errors)
+    return cable_create(a=a, b=b, **fields)
+
+
+CABLE_EDITABLE_FIELDS = frozenset(
+    {"type", "length_m", "a_transceiver_serial", "b_transceiver_serial", "label"}
+)
+
+
+@transaction.atomic
+def cable_update(*, cable: Cable, changes: dict, actor=None, via: str = "api") -> Cable:
+    """Change a cable's status (through `cable_set_status`, which re-checks the ends when a
+    decommissioned cable comes back) and its descriptive fields; its ends never change."""
+    unknown = sorted(set(changes) - CABLE_EDITABLE_FIELDS - {"status"})
+    if unknown:
+        raise InvalidInput({name: ["cannot be changed on an existing cable"] for name in unknown})
+    if "type" in changes and changes["type"] not in Cable.Type.values:
+        raise InvalidInput({"type": [f"{changes['type']!r} is not a cable type"]})
+    if "status" in changes:
+        cable = cable_set_status(cable=cable, status=changes["status"], actor=actor, via=via)
+    fields = {name: value for name, value in changes.items() if name != "status"}
+    changed = [name for name, value in fields.items() if getattr(cable, name) != value]
+    if not changed:
+        return cable
+    cable = Cable.objects.select_for_update().get(pk=cable.pk)
+    before = snapshot(cable)
+    for name in changed:
+        setattr(cable, name, fields[name])
+    cable.save(update_fields=[*changed, "updated_at"])
+    record_change(
+        actor=actor,
+        operation="update",
+        instance=cable,
+        before=before,
+        after=snapshot(cable),
+        via=via,
+    )
+    return cable

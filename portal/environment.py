@@ -76,6 +76,19 @@ def database_config(environ: Mapping[str, str], sqlite_path: str) -> dict:
         )
     config = dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True)
     if config["ENGINE"] == "django.db.backends.postgresql":
+        pool_size = env_int(environ, "DATABASE_POOL_SIZE", 0)
+        if pool_size < 0:
+            raise ConfigurationError(f"DATABASE_POOL_SIZE={pool_size} must be 0 (off) or more")
+        if pool_size:
+            # Under ASGI (daphne) each request runs in a thread of its own, so a persistent
+            # connection is never reused and every request pays a new PostgreSQL connection;
+            # a pool (psycopg_pool) keeps them open across requests.
+            config["CONN_MAX_AGE"] = 0
+            config.setdefault("OPTIONS", {})["pool"] = {
+                "min_size": 1,
+                "max_size": pool_size,
+                "timeout": 10,
+            }
         config.setdefault("TEST", {})
         # Tests get their own database next to the configured one.
         config["TEST"]["NAME"] = environ.get("DATABASE_TEST_NAME") or f"test_{config['NAME']}"

@@ -299,6 +299,15 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Choice sets that share a field name across models (status, role) get a name each.
+    "ENUM_NAME_OVERRIDES": {
+        "LifecycleStatusEnum": "inventory.models.topology.LifecycleStatus",
+        "CableStatusEnum": "inventory.models.network.CableStatus",
+        "LinkStatusEnum": "inventory.models.network.SwitchPort.LinkStatus",
+        "NicRoleEnum": "inventory.models.compute.NIC.Role",
+        "SwitchRoleEnum": "inventory.models.network.Switch.Role",
+        "ActionStatusEnum": "portal.models.actions.ActionStatus",
+    },
 }
 
 # --- faults (issue 5) ---------------------------------------------------------------------------

@@ -122,3 +122,13 @@ def test_the_embedded_secret_key_is_made_once_and_kept_private(tmp_path):
     assert len(first) >= 50
     assert local_secret_key(path) == first  # a restart keeps sessions valid
     assert path.stat().st_mode & 0o777 == 0o600
+
+
+def test_database_pool_size_turns_on_psycopg_pooling_instead_of_persistent_connections():
+    url = "postgresql://portal@db.internal:5432/ops"
+    assert "pool" not in database_config({"DATABASE_URL": url}, "/tmp/x").get("OPTIONS", {})
+    config = database_config({"DATABASE_URL": url, "DATABASE_POOL_SIZE": "8"}, "/tmp/x")
+    assert config["OPTIONS"]["pool"]["max_size"] == 8
+    assert config["CONN_MAX_AGE"] == 0  # Django refuses pooling with persistent connections
+    with pytest.raises(ConfigurationError, match="DATABASE_POOL_SIZE"):
+        database_config({"DATABASE_URL": url, "DATABASE_POOL_SIZE": "-1"}, "/tmp/x")

@@ -1,0 +1,610 @@
+"""Serializers of the inventory API.
+
+Related objects are written as ids and read as brief objects (`BriefRelatedField`), so a NIC
+shows `{"node": {"id", "url", "hostname"}}` and a cable shows both ends with their owners. No
+serializer touches a secret: a switch carries only `credentials_ref`, a name in the secrets store.
+"""
+
+from __future__ import annotations
+
+import re
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+from rest_framework.validators import UniqueTogetherValidator
+
+from inventory.api.fields import BriefRelatedField, DetailURLField
+from inventory.models import (
+    GPU,
+    GPUS_PER_NODE,
+    NIC,
+    RAILS,
+    Allocation,
+    Cable,
+    CableStatus,
+    Node,
+    Pod,
+    Rack,
+    Switch,
+    SwitchPort,
+)
+from inventory.selectors import nic_link, nodes_from_hostlist
+from portal.api.serializers import StrictModelSerializer, StrictSerializer
+from portal.models import Tenant
+
+MAC = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
+
+
+def _url(name: str) -> DetailURLField:
+    return DetailURLField(view_name=f"api:inventory:{name}-detail")
+
+
+# -- brief representations ---------------------------------------------------------------------
+
+
+class PodBriefSerializer(serializers.ModelSerializer):
+    url = _url("pod")
+
+    class Meta:
+        model = Pod
+        fields = ["id", "url", "name"]
+
+
+class RackBriefSerializer(serializers.ModelSerializer):
+    url = _url("rack")
+
+    class Meta:
+        model = Rack
+        fields = ["id", "url", "name"]
+
+
+class NodeBriefSerializer(serializers.ModelSerializer):
+    url = _url("node")
+
+    class Meta:
+        model = Node
+        fields = ["id", "url", "hostname"]
+
+
+class GPUBriefSerializer(serializers.ModelSerializer):
+    url = _url("gpu")
+
+    class Meta:
+        model = GPU
+        fields = ["id", "url", "index"]
+
+
+class NICBriefSerializer(serializers.ModelSerializer):
+    url = _url("nic")
+    node = NodeBriefSerializer(read_only=True)
+
+    class Meta:
+        model = NIC
+        fields = ["id", "url", "device", "node"]
+
+
+class SwitchBriefSerializer(serializers.ModelSerializer):
+    url = _url("switch")
+
+    class Meta:
+        model = Switch
+        fields = ["id", "url", "hostname"]
+
+
+class PortBriefSerializer(serializers.ModelSerializer):
+    url = _url("port")
+    switch = SwitchBriefSerializer(read_only=True)
+
+    class Meta:
+        model = SwitchPort
+        fields = ["id", "url", "name", "switch"]
+
+
+class CableBriefSerializer(serializers.ModelSerializer):
+    url = _url("cable")
+
+    class Meta:
+        model = Cable
+        fields = ["id", "url", "type", "status", "label"]
+
+
+class TenantBriefSerializer(serializers.ModelSerializer):
+    url = DetailURLField(view_name="api:tenant-detail")
+
+    class Meta:
+        model = Tenant
+        fields = ["id", "url", "slug", "name"]
+
+
+class LinkSerializer(serializers.Serializer):
+    """The active cable on a NIC or port and what is at its far end (a port or a NIC)."""
+
+    cable = CableBriefSerializer()
+    port = PortBriefSerializer(allow_null=True)
+    nic = NICBriefSerializer(allow_null=True)
+
+
+class LinkedMixin(serializers.Serializer):
+    """`link`: read from the cables the selector prefetched (`with_cable_ends`); null when the
+    object was not loaded that way (e.g. just created) or has no active cable."""
+
+    link = serializers.SerializerMethodField()
+
+    @extend_schema_field(LinkSerializer(allow_null=True))
+    def get_link(self, obj):
+        link = nic_link(obj)
+        if link is None:
+            return None
+        serializer = getattr(self, "_link_serializer", None)
+        if serializer is None:  # built once per request, as BriefRelatedField does
+            serializer = self._link_serializer = LinkSerializer(context=self.context)
+        return serializer.to_representation(link._asdict())
+
+
+# -- full representations ----------------------------------------------------------------------
+
+
+class PodSerializer(StrictModelSerializer):
+    url = _url("pod")
+
+    class Meta:
+        model = Pod
+        fields = ["id", "url", "name", "description", "created_at"]
+
+
+class RackSerializer(StrictModelSerializer):
+    url = _url("rack")
+    pod = BriefRelatedField(
+        PodBriefSerializer, queryset=Pod.objects.all(), allow_null=True, required=False
+    )
+
+    class Meta:
+        model = Rack
+        fields = ["id", "url", "name", "pod", "created_at"]
+
+
+class NodeSerializer(StrictModelSerializer):
+    url = _url("node")
+    pod = BriefRelatedField(
+        PodBriefSerializer, queryset=Pod.objects.all(), allow_null=True, required=False
+    )
+    rack = BriefRelatedField(
+        RackBriefSerializer, queryset=Rack.objects.all(), allow_null=True, required=False
+    )
+
+    class Meta:
+        model = Node
+        fields = [
+            "id",
+            "url",
+            "hostname",
+            "serial",
+            "model",
+            "cpu_model",
+            "cpu_count",
+            "memory_gb",
+            "disks",
+            "pod",
+            "rack",
+            "status",
+            "slurm_state",
+            "slurm_reason",
+            "slurm_state_changed_at",
+            "created_at",
+            "updated_at",
+        ]
+        # Slurm's view of a node belongs to the jobs app's sync, not to inventory writes.
+        read_only_fields = ["slurm_state", "slurm_reason", "slurm_state_changed_at"]
+
+    def validate_disks(self, value):
+        if not isinstance(value, list) or not all(isinstance(disk, dict) for disk in value):
+            raise serializers.ValidationError("a list of disk groups (objects)")
+        return value
+
+    def validate(self, attrs):
+        pod = attrs.get("pod", getattr(self.instance, "pod", None))
+        rack = attrs.get("rack", getattr(self.instance, "rack", None))
+        if pod is not None and rack is not None and rack.pod_id not in (None, pod.pk):
+            raise serializers.ValidationError(
+                {"rack": [f"rack {rack.name} is in pod {rack.pod}, not {pod.name}"]}
+            )
+        return attrs
+
+
+class GPUSerializer(StrictModelSerializer):
+    url = _url("gpu")
+    node = BriefRelatedField(NodeBriefSerializer, queryset=Node.objects.all())
+    index = serializers.IntegerField(min_value=0, max_value=GPUS_PER_NODE - 1)
+
+    class Meta:
+        model = GPU
+        fields = ["id", "url", "node", "index", "uuid", "serial", "model", "pci_bus_id"]
+
+
+class NICSerializer(LinkedMixin, StrictModelSerializer):
+    url = _url("nic")
+    node = BriefRelatedField(NodeBriefSerializer, queryset=Node.objects.all())
+    rail = serializers.IntegerField(
+        min_value=0,
+        max_value=RAILS - 1,
+        allow_null=True,
+        required=False,
+        help_text="0-7, rail NICs only",
+    )
+    affinity_gpu = BriefRelatedField(
+        GPUBriefSerializer, queryset=GPU.objects.all(), allow_null=True, required=False
+    )
+
+    class Meta:
+        model = NIC
+        fields = [
+            "id",
+            "url",
+            "node",
+            "device",
+            "netdev",
+            "mac",
+            "role",
+            "rail",
+            "affinity_gpu",
+            "affinity_kind",
+            "speed_gbps",
+            "bond_members",
+            "link",
+        ]
+        # DRF would derive a validator from the partial (node, rail) constraint that makes
+        # `rail` required for every NIC; `validate` checks it for rail NICs only.
+        validators = [
+            UniqueTogetherValidator(queryset=NIC.objects.all(), fields=["node", "device"])
+        ]
+
+    def validate_mac(self, value: str) -> str:
+        if value and not MAC.match(value):
+            raise serializers.ValidationError("six lower-case hex pairs joined by colons")
+        return value
+
+    def validate(self, attrs):
+        def current(name):
+            return attrs.get(name, getattr(self.instance, name, None))
+
+        role, rail, node = current("role"), current("rail"), current("node")
+        errors: dict[str, list[str]] = {}
+        if role == NIC.Role.RAIL and rail is None:
+            errors["rail"] = ["a rail NIC needs its rail index (0-7)"]
+        if role != NIC.Role.RAIL and rail is not None:
+            errors["rail"] = [f"only rail NICs have a rail index; this one is {role}"]
+        if role == NIC.Role.RAIL and rail is not None and node is not None:
+            taken = NIC.objects.filter(node=node, rail=rail)
+            if self.instance is not None:
+                taken = taken.exclude(pk=self.instance.pk)
+            device = taken.values_list("device", flat=True).first()
+            if device is not None:
+                errors["rail"] = [f"{node.hostname} {device} already serves rail {rail}"]
+        gpu = current("affinity_gpu")
+        if gpu is not None and node is not None and gpu.node_id != node.pk:
+            errors["affinity_gpu"] = [f"GPU {gpu.pk} is not in node {node.hostname}"]
+        if errors:
+            raise serializers.ValidationError(errors)
+        return attrs
+
+
+class SwitchSerializer(StrictModelSerializer):
+    url = _url("switch")
+    pod = BriefRelatedField(
+        PodBriefSerializer, queryset=Pod.objects.all(), allow_null=True, required=False
+    )
+    rack = BriefRelatedField(
+        RackBriefSerializer, queryset=Rack.objects.all(), allow_null=True, required=False
+    )
+    rail = serializers.IntegerField(
+        min_value=0,
+        max_value=RAILS - 1,
+        allow_null=True,
+        required=False,
+        help_text="The rail a leaf serves (0-7); leafs only",
+    )
+
+    class Meta:
+        model = Switch
+        fields = [
+            "id",
+            "url",
+            "hostname",
+            "role",
+            "pod",
+            "rail",
+            "rack",
+            "status",
+            "serial",
+            "model",
+            "asic",
+            "nos",
+            "nos_version",
+            "management_address",
+            "credentials_ref",
+            "created_at",
+            "updated_at",
+        ]
+
+    def validate(self, attrs):
+        def current(name):
+            return attrs.get(name, getattr(self.instance, name, None))
+
+        errors: dict[str, list[str]] = {}
+        if current("role") == Switch.Role.LEAF and current("pod") is None:
+            errors["pod"] = ["a leaf belongs to a pod"]
+        if current("rail") is not None and current("role") != Switch.Role.LEAF:
+            errors["rail"] = ["only leafs serve a rail"]
+        if errors:
+            raise serializers.ValidationError(errors)
+        return attrs
+
+
+class SwitchPortSerializer(LinkedMixin, StrictModelSerializer):
+    url = _url("port")
+    switch = BriefRelatedField(SwitchBriefSerializer, queryset=Switch.objects.all())
+    breakout_parent = BriefRelatedField(
+        PortBriefSerializer, queryset=SwitchPort.objects.all(), allow_null=True, required=False
+    )
+
+    class Meta:
+        model = SwitchPort
+        fields = [
+            "id",
+            "url",
+            "switch",
+            "name",
+            "alias",
+            "index",
+            "speed_gbps",
+            "lanes",
+            "breakout_mode",
+            "breakout_parent",
+            "admin_status",
+            "oper_status",
+            "last_seen_at",
+            "description",
+            "link",
+        ]
+
+    def validate(self, attrs):
+        switch = attrs.get("switch", getattr(self.instance, "switch", None))
+        parent = attrs.get("breakout_parent", getattr(self.instance, "breakout_parent", None))
+        if parent is not None and switch is not None and parent.switch_id != switch.pk:
+            raise serializers.ValidationError(
+                {"breakout_parent": [f"port {parent.pk} is not on {switch.hostname}"]}
+            )
+        return attrs
+
+
+CABLE_ENDS = ("a_nic", "a_port", "b_nic", "b_port")
+
+
+class CableSerializer(StrictModelSerializer):
+    """A cable's two ends, A and B, are each one NIC or one switch port; ends are fixed once the
+    cable exists (decommission it and create another to re-cable)."""
+
+    url = _url("cable")
+    a_nic = BriefRelatedField(
+        NICBriefSerializer,
+        queryset=NIC.objects.select_related("node"),
+        allow_null=True,
+        required=False,
+    )
+    a_port = BriefRelatedField(
+        PortBriefSerializer,
+        queryset=SwitchPort.objects.select_related("switch"),
+        allow_null=True,
+        required=False,
+    )
+    b_nic = BriefRelatedField(
+        NICBriefSerializer,
+        queryset=NIC.objects.select_related("node"),
+        allow_null=True,
+        required=False,
+    )
+    b_port = BriefRelatedField(
+        PortBriefSerializer,
+        queryset=SwitchPort.objects.select_related("switch"),
+        allow_null=True,
+        required=False,
+    )
+    status = serializers.ChoiceField(choices=CableStatus.choices, default=CableStatus.PLANNED)
+
+    class Meta:
+        model = Cable
+        fields = [
+            "id",
+            "url",
+            *CABLE_ENDS,
+            "type",
+            "length_m",
+            "a_transceiver_serial",
+            "b_transceiver_serial",
+            "status",
+            "label",
+            "created_at",
+            "updated_at",
+        ]
+        # The database's one-active-cable-per-end constraints are checked by the cabling
+        # service, which names the end and the cable already there; DRF's generic
+        # "must be unique" would say neither.
+        validators: list = []
+
+    def validate(self, attrs):
+        if self.instance is not None:
+            changed = [
+                end
+                for end in CABLE_ENDS
+                if end in attrs and attrs[end] != getattr(self.instance, end)
+            ]
+            if changed:
+                raise serializers.ValidationError(
+                    {
+                        end: ["a cable's ends cannot change; decommission it and create another"]
+                        for end in changed
+                    }
+                )
+            return attrs
+        errors = {}
+        for side in ("a", "b"):
+            nic, port = attrs.get(f"{side}_nic"), attrs.get(f"{side}_port")
+            if (nic is None) == (port is None):
+                errors[side] = [
+                    f"end {side.upper()} is one NIC ({side}_nic) or one port ({side}_port)"
+                ]
+        if errors:
+            raise serializers.ValidationError(errors)
+        return attrs
+
+
+class AllocationSerializer(StrictModelSerializer):
+    url = _url("allocation")
+    tenant = BriefRelatedField(TenantBriefSerializer, queryset=Tenant.objects.all())
+    nodes = BriefRelatedField(
+        NodeBriefSerializer, queryset=Node.objects.all(), many=True, required=False
+    )
+    hostlist = serializers.CharField(
+        write_only=True,
+        required=False,
+        help_text="Nodes as a hostlist expression, e.g. gpu[001-016,020]; replaces `nodes`",
+    )
+
+    class Meta:
+        model = Allocation
+        fields = [
+            "id",
+            "url",
+            "tenant",
+            "nodes",
+            "hostlist",
+            "start",
+            "end",
+            "purpose",
+            "created_at",
+        ]
+
+    def validate(self, attrs):
+        if "hostlist" in attrs:
+            if "nodes" in attrs:
+                raise serializers.ValidationError(
+                    {"hostlist": ["give nodes or a hostlist, not both"]}
+                )
+            user = self.context["request"].user
+            attrs["nodes"] = nodes_from_hostlist(user=user, expression=attrs.pop("hostlist"))
+        start = attrs.get("start", getattr(self.instance, "start", None))
+        end = attrs.get("end", getattr(self.instance, "end", None))
+        if start is not None and end is not None and end <= start:
+            raise serializers.ValidationError({"end": ["an allocation ends after it starts"]})
+        return attrs
+
+
+# -- trace, nodes behind a switch, validation, import -----------------------------------------
+
+
+class TraceSwitchSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    hostname = serializers.CharField()
+    role = serializers.CharField()
+    pod = serializers.CharField(allow_null=True)
+    rail = serializers.IntegerField(allow_null=True)
+
+
+class TracePortSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    speed_gbps = serializers.IntegerField()
+    breakout_parent = serializers.CharField(allow_null=True)
+    switch = TraceSwitchSerializer()
+
+
+class TraceNicSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    node = serializers.CharField()
+    device = serializers.CharField()
+    role = serializers.CharField()
+    rail = serializers.IntegerField(allow_null=True)
+    speed_gbps = serializers.IntegerField()
+
+
+class TraceCableSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    type = serializers.CharField()
+    status = serializers.CharField()
+    length_m = serializers.FloatField(allow_null=True)
+
+
+class TraceUplinkSerializer(serializers.Serializer):
+    local_port = TracePortSerializer()
+    cable = TraceCableSerializer()
+    remote_port = TracePortSerializer()
+
+
+class TraceSerializer(serializers.Serializer):
+    """NIC -> cable -> switch port -> switch -> uplinks -> spines; `notes` say where a path
+    stops early and why."""
+
+    nic = TraceNicSerializer(allow_null=True)
+    cable = TraceCableSerializer(allow_null=True)
+    port = TracePortSerializer(allow_null=True)
+    switch = TraceSwitchSerializer(allow_null=True)
+    uplinks = TraceUplinkSerializer(many=True)
+    spines = TraceSwitchSerializer(many=True)
+    notes = serializers.ListField(child=serializers.CharField())
+
+
+class NodeBehindPortSerializer(serializers.Serializer):
+    port = PortBriefSerializer()
+    node = NodeBriefSerializer()
+    nic = NICBriefSerializer()
+    rail = serializers.IntegerField(allow_null=True)
+    cable = CableBriefSerializer()
+
+
+class ViolationSerializer(serializers.Serializer):
+    rule = serializers.CharField()
+    severity = serializers.ChoiceField(choices=["error", "warning"])
+    message = serializers.CharField()
+    objects = serializers.DictField(child=serializers.CharField())
+
+
+class ValidationReportSerializer(serializers.Serializer):
+    count = serializers.IntegerField()
+    rules = serializers.DictField(child=serializers.CharField(), help_text="rule -> what it checks")
+    violations = ViolationSerializer(many=True)
+
+
+class TopologyImportRequestSerializer(StrictSerializer):
+    spec = serializers.JSONField(
+        help_text="The spec (inventory/topology/SPEC.md) as an object, or as YAML text"
+    )
+    scale = serializers.IntegerField(min_value=1, max_value=20, default=1)
+    dry_run = serializers.BooleanField(default=False)
+
+
+class ModelCountsSerializer(serializers.Serializer):
+    created = serializers.IntegerField()
+    updated = serializers.IntegerField()
+    unchanged = serializers.IntegerField()
+
+
+class TopologyImportReportSerializer(serializers.Serializer):
+    spec = serializers.CharField()
+    scale = serializers.IntegerField()
+    dry_run = serializers.BooleanField()
+    duration_s = serializers.FloatField()
+    run_id = serializers.IntegerField(allow_null=True)
+    counts = serializers.DictField(child=ModelCountsSerializer())
+
+
+class BulkItemErrorSerializer(serializers.Serializer):
+    index = serializers.IntegerField(help_text="Position of the item in the request's list")
+    fields = serializers.DictField(
+        child=serializers.ListField(child=serializers.CharField()),
+        help_text="field -> messages",
+    )
+
+
+class BulkErrorSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+    errors = BulkItemErrorSerializer(many=True)

@@ -1,0 +1,342 @@
+"""Viewsets of the inventory API. Querysets come from `inventory.selectors` (who may see what);
+joins and prefetches come from the serializers (`inventory.api.prefetch`)."""
+
+from __future__ import annotations
+
+from django.db import IntegrityError
+from django.db.models.deletion import ProtectedError, RestrictedError
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import viewsets
+from rest_framework.decorators import action
+from rest_framework.parsers import JSONParser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from inventory import filtersets, selectors
+from inventory.api import fast_lists
+from inventory.api import serializers as inventory_serializers
+from inventory.api.bulk import with_bulk_writes
+from inventory.api.errors import integrity_error_fields
+from inventory.api.pagination import InventoryCursorPagination
+from inventory.api.parsers import TextYAMLParser, YAMLParser
+from inventory.api.prefetch import related_paths
+from inventory.models import GPU, NIC, Allocation, Cable, Node, Pod, Rack, Switch, SwitchPort
+from inventory.services import cable_create_on_rail, cable_update
+from inventory.topology.importer import import_topology
+from inventory.topology.spec import spec_from_yaml
+from inventory.validation import RULES, validate_topology
+from portal.api.mixins import AuditedModelMixin
+from portal.api.viewsets import SelectorQuerysetMixin
+from portal.errors import Conflict, InvalidInput
+from portal.models.accounts import CLUSTER_WIDE_ROLES
+from portal.permissions import ALL_ROLES
+
+# The fabric behind a NIC (leafs, spines) is not part of a tenant's slice (see selectors).
+FABRIC_READERS = CLUSTER_WIDE_ROLES
+
+
+class InventoryViewSet(SelectorQuerysetMixin, AuditedModelMixin, viewsets.ModelViewSet):
+    """CRUD over a selector's queryset: readable by every role (the selector decides what each
+    sees; another tenant's object is 404), writable by admins and operators."""
+
+    read_roles = ALL_ROLES
+
+    def get_queryset(self):
+        queryset = super().get_queryset()
+        if getattr(self, "swagger_fake_view", False):
+            return queryset
+        selects, prefetches = related_paths(self.get_serializer_class())
+        return queryset.select_related(*selects).prefetch_related(*prefetches)
+
+    def perform_create(self, serializer):
+        try:
+            super().perform_create(serializer)
+        except IntegrityError as exc:
+            raise InvalidInput(integrity_error_fields(self.queryset.model, exc)) from exc
+
+    def perform_update(self, serializer):
+        try:
+            super().perform_update(serializer)
+        except IntegrityError as exc:
+            raise InvalidInput(integrity_error_fields(self.queryset.model, exc)) from exc
+
+    def perform_destroy(self, instance):
+        try:
+            super().perform_destroy(instance)
+        except ProtectedError as exc:
+            raise _still_referenced(instance, exc.protected_objects) from None
+        except RestrictedError as exc:
+            raise _still_referenced(instance, exc.restricted_objects) from None
+
+
+def _still_referenced(instance, blocking) -> Conflict:
+    """409 naming (up to five of) the rows that keep `instance` from being deleted, e.g. the
+    cables on a NIC: deleting them silently would lose the cabling record."""
+    names = sorted({str(obj) for obj in list(blocking)[:5]})
+    return Conflict(
+        f"{instance} is still referenced by {', '.join(names)}; remove or decommission those first."
+    )
+
+
+class CursorPaginatedMixin:
+    pagination_class = InventoryCursorPagination
+    ordering = ["id"]
+
+
+@with_bulk_writes
+class PodViewSet(InventoryViewSet):
+    queryset = Pod.objects.none()
+    serializer_class = inventory_serializers.PodSerializer
+    filterset_class = filtersets.PodFilterSet
+    search_fields = ["name", "description"]
+    ordering_fields = ["name", "created_at"]
+
+    def restrict_queryset(self, user):
+        return Pod.objects.all()  # pods name no tenant's data
+
+
+@with_bulk_writes
+class RackViewSet(InventoryViewSet):
+    queryset = Rack.objects.none()
+    serializer_class = inventory_serializers.RackSerializer
+    filterset_class = filtersets.RackFilterSet
+    search_fields = ["name"]
+    ordering_fields = ["name", "created_at"]
+
+    def restrict_queryset(self, user):
+        return Rack.objects.all()  # racks name no tenant's data
+
+
+@with_bulk_writes
+class NodeViewSet(InventoryViewSet):
+    queryset = Node.objects.none()
+    serializer_class = inventory_serializers.NodeSerializer
+    filterset_class = filtersets.NodeFilterSet
+    search_fields = ["hostname", "serial", "model"]
+    ordering_fields = ["hostname", "status", "slurm_state", "created_at", "updated_at"]
+
+    def restrict_queryset(self, user):
+        return selectors.node_list(user=user)
+
+
+@with_bulk_writes
+class GPUViewSet(CursorPaginatedMixin, InventoryViewSet):
+    queryset = GPU.objects.none()
+    serializer_class = inventory_serializers.GPUSerializer
+    filterset_class = filtersets.GPUFilterSet
+    search_fields = ["uuid", "serial", "pci_bus_id", "node__hostname"]
+    ordering_fields = ["id", "index"]
+
+    def restrict_queryset(self, user):
+        return selectors.gpu_list(user=user)
+
+
+@with_bulk_writes
+class NICViewSet(CursorPaginatedMixin, InventoryViewSet):
+    queryset = NIC.objects.none()
+    serializer_class = inventory_serializers.NICSerializer
+    filterset_class = filtersets.NICFilterSet
+    search_fields = ["device", "netdev", "mac", "node__hostname"]
+    ordering_fields = ["id", "rail", "device"]
+    action_roles = {"trace": FABRIC_READERS}
+
+    def restrict_queryset(self, user):
+        if self.action == "trace":
+            return selectors.nic_list(user=user)  # the trace reads the cables itself
+        # Hand-added prefetch (two queries per page): the serializer's `link` reads each NIC's
+        # active cable and far end from it.
+        return selectors.nic_list_with_links(user=user)
+
+    def list(self, request, *args, **kwargs):
+        # Rows from plain values (fast_lists): the same representation as the serializer's, at
+        # a fraction of the cost for pages of up to 1,000 NICs.
+        queryset = self.filter_queryset(self.get_queryset())
+        page = self.paginate_queryset(fast_lists.nic_values(queryset))
+        return self.get_paginated_response(fast_lists.nic_representations(page, request))
+
+    @extend_schema(
+        summary="Cable trace: NIC -> leaf port -> leaf -> uplinks -> spines",
+        responses={200: inventory_serializers.TraceSerializer},
+    )
+    @action(detail=True, methods=["get"])
+    def trace(self, request, pk=None):
+        # The trace's dataclasses already have the documented shape (TraceSerializer).
+        return Response(selectors.trace_from_nic(self.get_object()).as_dict())
+
+
+@with_bulk_writes
+class SwitchViewSet(InventoryViewSet):
+    queryset = Switch.objects.none()
+    serializer_class = inventory_serializers.SwitchSerializer
+    filterset_class = filtersets.SwitchFilterSet
+    search_fields = ["hostname", "serial", "model", "nos_version"]
+    ordering_fields = ["hostname", "role", "rail", "status", "created_at"]
+
+    def restrict_queryset(self, user):
+        return selectors.switch_list(user=user)
+
+    @extend_schema(
+        summary="Each port of the switch with the node, NIC and rail cabled to it",
+        responses={200: inventory_serializers.NodeBehindPortSerializer(many=True)},
+        filters=False,
+    )
+    @action(detail=True, methods=["get"], url_path="nodes-behind", pagination_class=None)
+    def nodes_behind(self, request, pk=None):
+        rows = selectors.nodes_behind_switch(self.get_object())
+        body = inventory_serializers.NodeBehindPortSerializer(
+            [row._asdict() for row in rows], many=True, context=self.get_serializer_context()
+        )
+        return Response(body.data)
+
+
+@with_bulk_writes
+class SwitchPortViewSet(CursorPaginatedMixin, InventoryViewSet):
+    queryset = SwitchPort.objects.none()
+    serializer_class = inventory_serializers.SwitchPortSerializer
+    filterset_class = filtersets.SwitchPortFilterSet
+    search_fields = ["name", "alias", "description", "switch__hostname"]
+    ordering_fields = ["id", "index", "name"]
+    action_roles = {"trace": FABRIC_READERS}
+
+    def restrict_queryset(self, user):
+        # Hand-added prefetch (two queries per page): the serializer's `link` reads each port's
+        # active cable and far end from it.
+        return selectors.port_list_with_links(user=user)
+
+    @extend_schema(
+        summary="Cable trace through a switch port",
+        responses={200: inventory_serializers.TraceSerializer},
+    )
+    @action(detail=True, methods=["get"])
+    def trace(self, request, pk=None):
+        return Response(selectors.trace_from_port(self.get_object()).as_dict())
+
+
+@with_bulk_writes
+class CableViewSet(CursorPaginatedMixin, InventoryViewSet):
+    """Cables are made through the cabling service: one active cable per NIC or port (either
+    side), the rail rule, no broken-out cages; each refusal names side `a` or `b`."""
+
+    queryset = Cable.objects.none()
+    serializer_class = inventory_serializers.CableSerializer
+    filterset_class = filtersets.CableFilterSet
+    search_fields = ["label", "a_transceiver_serial", "b_transceiver_serial"]
+    ordering_fields = ["id", "status", "created_at"]
+
+    def restrict_queryset(self, user):
+        return selectors.cable_list(user=user)
+
+    def perform_create(self, serializer):
+        data = dict(serializer.validated_data)
+        ends = {
+            side: data.pop(f"{side}_nic", None) or data.pop(f"{side}_port", None)
+            for side in ("a", "b")
+        }
+        for end in ("a_nic", "a_port", "b_nic", "b_port"):
+            data.pop(end, None)
+        # The service audits the new cable itself.
+        serializer.instance = cable_create_on_rail(
+            a=ends["a"], b=ends["b"], actor=self.request.user, via="api", **data
+        )
+
+    def perform_update(self, serializer):
+        changes = {
+            name: value
+            for name, value in serializer.validated_data.items()
+            if name not in inventory_serializers.CABLE_ENDS
+        }
+        serializer.instance = cable_update(
+            cable=serializer.instance, changes=changes, actor=self.request.user, via="api"
+        )
+
+
+@with_bulk_writes
+class AllocationViewSet(InventoryViewSet):
+    """Allocations of nodes to tenants: tenant-private (a tenant admin sees their own, viewers
+    none); written by admins and operators."""
+
+    queryset = Allocation.objects.none()
+    serializer_class = inventory_serializers.AllocationSerializer
+    filterset_class = filtersets.AllocationFilterSet
+    search_fields = ["purpose", "tenant__name", "tenant__slug"]
+    ordering_fields = ["start", "end", "created_at"]
+
+    def restrict_queryset(self, user):
+        return selectors.allocation_list(user=user)
+
+
+class TopologyImportView(APIView):
+    """Import a topology spec (inventory/topology/SPEC.md): checked whole first, then written in
+    one transaction; idempotent. Send JSON `{"spec": {...} or "<yaml text>", "scale", "dry_run"}`,
+    or the YAML file itself (`Content-Type: application/yaml`) with `?scale=&dry_run=`."""
+
+    parser_classes = [JSONParser, YAMLParser, TextYAMLParser]
+
+    @extend_schema(
+        summary="Import a topology spec (operators)",
+        request={
+            "application/json": inventory_serializers.TopologyImportRequestSerializer,
+            "application/yaml": OpenApiTypes.OBJECT,
+        },
+        parameters=[
+            OpenApiParameter("scale", int, description="YAML bodies: repeat the pods N times"),
+            OpenApiParameter("dry_run", bool, description="YAML bodies: report, change nothing"),
+        ],
+        responses={
+            200: inventory_serializers.TopologyImportReportSerializer,
+            400: OpenApiResponse(description="Every error of the spec with its location"),
+        },
+    )
+    def post(self, request):
+        if request.content_type.split(";")[0].strip() in ("application/yaml", "text/yaml"):
+            options = inventory_serializers.TopologyImportRequestSerializer(
+                data={"spec": request.data, **request.query_params.dict()}
+            )
+        else:
+            if not isinstance(request.data, dict):
+                raise InvalidInput({"spec": ["send a JSON object with the spec under `spec`"]})
+            options = inventory_serializers.TopologyImportRequestSerializer(data=request.data)
+        options.is_valid(raise_exception=True)
+        spec = options.validated_data["spec"]
+        if isinstance(spec, str):
+            spec = spec_from_yaml(spec)
+        report = import_topology(
+            spec,
+            scale=options.validated_data["scale"],
+            dry_run=options.validated_data["dry_run"],
+            actor=request.user,
+            via="api",
+        )
+        return Response(report.as_dict())
+
+
+class TopologyValidationView(APIView):
+    """Every violation of the fabric's rules in the whole fleet (rail, bisection, dangling,
+    double-cabled, speeds, leaf-spine mesh, GPU affinity)."""
+
+    read_roles = FABRIC_READERS
+
+    @extend_schema(
+        summary="Check the whole fleet's cabling against the fabric rules",
+        parameters=[
+            OpenApiParameter(
+                "rule",
+                str,
+                description=f"Only these rules, comma-separated: {', '.join(RULES)}",
+            )
+        ],
+        responses={200: inventory_serializers.ValidationReportSerializer},
+    )
+    def get(self, request):
+        rules = None
+        if request.query_params.get("rule"):
+            rules = {rule.strip() for rule in request.query_params["rule"].split(",")}
+            unknown = sorted(rules - set(RULES))
+            if unknown:
+                raise InvalidInput(
+                    {"rule": [f"unknown rule(s) {', '.join(unknown)}; known: {', '.join(RULES)}"]}
+                )
+        violations = [violation.as_dict() for violation in validate_topology(rules=rules)]
+        body = {"count": len(violations), "rules": RULES, "violations": violations}
+        return Response(inventory_serializers.ValidationReportSerializer(body).data)

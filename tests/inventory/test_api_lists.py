@@ -1,0 +1,227 @@
+"""Inventory API lists: filters (hostlist included), search, ordering, cursor pagination, and a
+number of SQL queries that does not depend on the page size."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from inventory.models import NIC, Cable, CableStatus
+from tests.inventory.api_helpers import API, allocate, nic, results
+
+pytestmark = pytest.mark.django_db
+
+
+def hostnames(response) -> list[str]:
+    return [row["hostname"] for row in results(response)]
+
+
+def test_nodes_filter_by_hostlist_keeps_the_expression_order(sakuraone, operator_api):
+    response = operator_api.get(f"{API}/nodes/", {"hostlist": "gpu[001-003,020]"})
+    assert response.status_code == 200
+    assert hostnames(response) == ["gpu001", "gpu002", "gpu003", "gpu020"]
+
+
+@pytest.mark.parametrize(
+    ("expression", "words"),
+    [
+        ("gpu[001-003,101]", "unknown node(s): gpu101"),
+        ("gpu[001-003", "'[' is never closed"),
+        ("gpu[a-b]", "is not a number or lo-hi"),
+    ],
+)
+def test_bad_or_unknown_hostlist_is_a_400_naming_hostlist(
+    sakuraone, operator_api, expression, words
+):
+    for resource in ("nodes", "gpus", "nics", "cables"):
+        response = operator_api.get(f"{API}/{resource}/", {"hostlist": expression})
+        assert response.status_code == 400, resource
+        assert words in response.json()["hostlist"][0], resource
+
+
+def test_nodes_filter_by_pod_rack_and_status(sakuraone, operator_api):
+    assert len(results(operator_api.get(f"{API}/nodes/", {"pod": "p2", "page_size": 200}))) == 50
+    assert hostnames(operator_api.get(f"{API}/nodes/", {"rack": "p1-rack01"})) == [
+        "gpu001",
+        "gpu002",
+        "gpu003",
+        "gpu004",
+    ]
+    operator_api.patch(
+        f"{API}/nodes/{nic('gpu007', 'eno1').node_id}/", {"status": "maintenance"}, format="json"
+    )
+    assert hostnames(operator_api.get(f"{API}/nodes/", {"status": "maintenance"})) == ["gpu007"]
+    bad = operator_api.get(f"{API}/nodes/", {"status": "sleeping"})
+    assert bad.status_code == 400
+    assert "status" in bad.json()
+
+
+def test_nics_filter_by_role_rail_node_and_switch(sakuraone, operator_api):
+    rail3 = results(operator_api.get(f"{API}/nics/", {"rail": 3, "page_size": 1000}))
+    assert len(rail3) == 100
+    assert {row["device"] for row in rail3} == {"mlx5_4"}
+    of_node = results(operator_api.get(f"{API}/nics/", {"node": "gpu001"}))
+    assert len(of_node) == 12
+    storage = results(operator_api.get(f"{API}/nics/", {"role": "storage", "pod": "p1"}))
+    assert len(storage) == 50
+    on_leaf = results(operator_api.get(f"{API}/nics/", {"switch": "leaf-p2-r7", "page_size": 1000}))
+    assert len(on_leaf) == 50
+    assert {(row["device"], row["rail"]) for row in on_leaf} == {("mlx5_11", 7)}
+
+
+def test_switches_filter_by_role_pod_rail_and_hostlist(sakuraone, operator_api):
+    def names(**params):
+        return hostnames(operator_api.get(f"{API}/switches/", params))
+
+    assert names(role="spine") == [f"spine-{n}" for n in range(1, 9)]
+    assert names(role="leaf", pod="p2", rail=3) == ["leaf-p2-r3"]
+    assert names(hostlist="leaf-p1-r[0-1]") == ["leaf-p1-r0", "leaf-p1-r1"]
+    unknown = operator_api.get(f"{API}/switches/", {"hostlist": "leaf-p3-r0"})
+    assert unknown.status_code == 400
+    assert unknown.json()["hostlist"] == ["unknown switch(es): leaf-p3-r0"]
+
+
+def test_ports_and_cables_filter_by_switch_node_and_rail(sakuraone, operator_api):
+    ports = results(operator_api.get(f"{API}/ports/", {"node": "gpu051"}))
+    assert {row["switch"]["hostname"] for row in ports} == (
+        {f"leaf-p2-r{rail}" for rail in range(8)} | {"storage-1", "storage-2"}
+    )
+    uplinks = results(operator_api.get(f"{API}/ports/", {"switch": "spine-1", "page_size": 1000}))
+    assert len(uplinks) == 64
+    cables = results(operator_api.get(f"{API}/cables/", {"node": "gpu001"}))
+    assert len(cables) == 10  # 8 rails + 2 storage
+    rail0 = results(operator_api.get(f"{API}/cables/", {"rail": 0, "pod": "p1", "page_size": 1000}))
+    assert len(rail0) == 50
+    assert {row["b_port"]["switch"]["hostname"] for row in rail0} == {"leaf-p1-r0"}
+    spine_cables = results(
+        operator_api.get(f"{API}/cables/", {"switch": "spine-1", "page_size": 1000})
+    )
+    assert len(spine_cables) == 64  # 16 leafs x 4 links
+
+
+def test_search_and_ordering(sakuraone, operator_api):
+    assert hostnames(operator_api.get(f"{API}/nodes/", {"search": "S821GE00042"})) == ["gpu042"]
+    first = hostnames(operator_api.get(f"{API}/nodes/", {"ordering": "-hostname", "page_size": 2}))
+    assert first == ["gpu100", "gpu099"]
+    found = results(operator_api.get(f"{API}/nics/", {"search": "gpu099"}))
+    assert {row["node"]["hostname"] for row in found} == {"gpu099"}
+
+
+def test_nic_list_walks_every_nic_with_a_cursor(sakuraone, operator_api):
+    seen = []
+    url, params = f"{API}/nics/", {"page_size": 500}
+    while url:
+        body = operator_api.get(url, params).json()
+        assert "count" not in body  # a cursor page costs no COUNT(*)
+        seen += [row["id"] for row in body["results"]]
+        url, params = body["next"], None
+    assert len(seen) == len(set(seen)) == NIC.objects.count() == 1200
+    assert seen == sorted(seen)
+    too_big = operator_api.get(f"{API}/nics/", {"page_size": 5000}).json()
+    assert len(too_big["results"]) == 1000  # capped at max_page_size
+
+
+def query_count(client, url: str, params: dict) -> int:
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get(url, params)
+    assert response.status_code == 200, response.json()
+    return len(captured)
+
+
+# (resource, filters, queries): 2 for the token and the role, then COUNT(*) on page-number lists,
+# the page itself, and one per prefetch (a port's active cables by side, an allocation's nodes;
+# the NIC list: its cables joined into the page, then their far ports; see api.fast_lists).
+LISTS = [
+    ("pods", {}, 4),
+    ("racks", {}, 4),
+    ("nodes", {}, 4),
+    ("nodes", {"hostlist": "gpu[001-050]"}, 5),
+    ("gpus", {}, 3),
+    ("nics", {}, 4),
+    ("nics", {"node": "gpu001"}, 4),
+    ("switches", {}, 4),
+    ("ports", {}, 5),
+    ("cables", {}, 3),
+    ("cables", {"hostlist": "gpu[001-050]"}, 4),
+    ("allocations", {}, 5),
+]
+
+
+@pytest.mark.parametrize(("resource", "params", "baseline"), LISTS)
+def test_list_queries_do_not_depend_on_the_page_size(
+    sakuraone, operator_api, tenant_a, resource, params, baseline
+):
+    for number in range(12):
+        allocate(tenant_a, f"gpu[{number * 4 + 1:03d}-{number * 4 + 4:03d}]")
+    url = f"{API}/{resource}/"
+    query_count(operator_api, url, {"page_size": 1})  # the token's last-use stamp, once
+    small = query_count(operator_api, url, {**params, "page_size": 10})
+    large = query_count(operator_api, url, {**params, "page_size": 100})
+    assert small == large == baseline
+
+
+@pytest.mark.parametrize("resource", ["nodes", "nics", "gpus", "cables", "allocations"])
+def test_tenant_admin_lists_cost_the_same_queries_at_any_page_size(
+    sakuraone, api_as, tenant_a, resource
+):
+    allocate(tenant_a, "gpu[001-020]")
+    client = api_as("tenant_admin", tenant_a)
+    url = f"{API}/{resource}/"
+    query_count(client, url, {"page_size": 1})
+    assert query_count(client, url, {"page_size": 10}) == query_count(
+        client, url, {"page_size": 100}
+    )
+
+
+def test_decommissioned_cables_leave_the_nic_link_but_stay_listed(sakuraone, operator_api):
+    rail_nic = nic("gpu001", "mlx5_0")
+    Cable.objects.filter(a_nic=rail_nic).update(status=CableStatus.DECOMMISSIONED)
+    assert operator_api.get(f"{API}/nics/{rail_nic.pk}/").json()["link"] is None
+    listed = results(
+        operator_api.get(f"{API}/cables/", {"node": "gpu001", "status": "decommissioned"})
+    )
+    assert [row["a_nic"]["device"] for row in listed] == ["mlx5_0"]
+
+
+def test_nic_list_rows_are_exactly_what_the_serializer_shows(sakuraone, operator_api):
+    """The NIC list builds its rows from plain values; they must match NICSerializer's
+    representation of every NIC, whatever its cable: none, to a port on side B, to a port on
+    side A, decommissioned, or (a validation error) to another NIC."""
+    from rest_framework.test import APIRequestFactory
+
+    from inventory.api.serializers import NICSerializer
+    from inventory.selectors import nic_list_with_links
+
+    Cable.objects.filter(a_nic=nic("gpu001", "mlx5_0")).update(status=CableStatus.DECOMMISSIONED)
+    flipped = Cable.objects.get(a_nic=nic("gpu002", "mlx5_0"))
+    flipped.a_nic, flipped.b_port, flipped.a_port, flipped.b_nic = (
+        None,
+        None,
+        flipped.b_port,
+        flipped.a_nic,
+    )
+    flipped.save()
+    Cable.objects.create(
+        a_nic=nic("gpu003", "mlx5_3"), b_nic=nic("gpu004", "mlx5_3"), type="400G-DAC"
+    )
+    listed, url, params = [], f"{API}/nics/", {"page_size": 1000}
+    while url:
+        body = operator_api.get(url, params).json()
+        listed += body["results"]
+        url, params = body["next"], None
+    request = APIRequestFactory().get("/")
+    request.user = operator_api.user
+    from rest_framework.request import Request
+
+    nics = nic_list_with_links(user=operator_api.user).select_related("node", "affinity_gpu")
+    expected = NICSerializer(
+        nics.order_by("id"), many=True, context={"request": Request(request)}
+    ).data
+    assert len(listed) == 1200
+    assert listed == [dict(row) for row in expected]
+    by_device = {(row["node"]["hostname"], row["device"]): row for row in listed}
+    assert by_device[("gpu001", "mlx5_0")]["link"] is None
+    assert by_device[("gpu002", "mlx5_0")]["link"]["port"]["switch"]["hostname"] == "leaf-p1-r0"
+    assert by_device[("gpu003", "mlx5_3")]["link"]["nic"]["node"]["hostname"] == "gpu004"
+    assert by_device[("gpu004", "mlx5_3")]["link"]["nic"]["node"]["hostname"] == "gpu003"
