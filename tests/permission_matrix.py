@@ -342,3 +342,79 @@ MATRIX: dict[str, Route] = {
     "api:jobs:node-drain": Route((post("/api/jobs/nodes/drain", API_WRITE_RESPONDERS),)),
     "api:jobs:node-resume": Route((post("/api/jobs/nodes/resume", API_WRITE_RESPONDERS),)),
 }
+
+
+# --- inventory API (issue 3): everybody reads what the selectors let them see; operators write.
+# Tenant admins see the nodes of their allocations (and those nodes' GPUs, NICs, cables) and
+# nothing else; fabric objects (switches, ports, pods, racks) are not theirs to read.
+API_OWN_ONLY = statuses(200, 200, 200, 200, 404, 401)
+
+
+def _inventory_rows() -> dict[str, Route]:
+    rows: dict[str, Route] = {}
+    resources = {
+        # basename: (url part, world attribute of an object the tenant admin may see or None,
+        #            world attribute of one they may not)
+        "pod": ("pods", "pod", None),  # pods and racks are not secret: names of places
+        "rack": ("racks", "rack", None),
+        "node": ("nodes", "node", "other_node"),
+        "gpu": ("gpus", "own_gpu", "other_gpu"),
+        "nic": ("nics", "own_nic", "other_nic"),
+        "switch": ("switches", None, "switch"),
+        "port": ("ports", None, "port"),
+        "cable": ("cables", "own_cable", None),
+        "allocation": ("allocations", None, None),  # tenant-private: probed below
+    }
+    for basename, (part, visible, hidden) in resources.items():
+        base = f"/api/inventory/{part}/"
+        rows[f"api:inventory:{basename}-list"] = Route(
+            (
+                get(base, API_READ_ALL),
+                post(base, API_WRITE_OPERATORS),
+            )
+        )
+        detail = []
+        if visible:
+            detail.append(get(lambda w, a=visible, b=base: f"{b}{getattr(w, a).pk}/", API_READ_ALL))
+        if hidden:
+            detail.append(get(lambda w, a=hidden, b=base: f"{b}{getattr(w, a).pk}/", API_OWN_ONLY))
+        attribute = visible or hidden or "allocation"
+        detail.append(
+            Probe(
+                "PATCH",
+                lambda w, a=attribute, b=base: f"{b}{getattr(w, a).pk}/",
+                statuses(200, 200, 403, 403, 403, 401),
+                body={},
+                note="an empty PATCH changes nothing but passes the permission check",
+            )
+        )
+        rows[f"api:inventory:{basename}-detail"] = Route(tuple(detail))
+        rows[f"api:inventory:{basename}-bulk"] = Route((post(f"{base}bulk/", API_WRITE_OPERATORS),))
+    rows["api:inventory:allocation-detail"] = Route(
+        (
+            get(
+                lambda w: f"/api/inventory/allocations/{w.allocation.pk}/",
+                statuses(200, 200, 200, 404, 200, 401),
+                note="tenant-private: viewers see none",
+            ),
+            *rows["api:inventory:allocation-detail"].probes,
+        )
+    )
+    rows["api:inventory:api-root"] = Route((get("/api/inventory/", API_READ_CLUSTER),))
+    rows["api:inventory:nic-trace"] = Route(
+        (get(lambda w: f"/api/inventory/nics/{w.own_nic.pk}/trace/", API_READ_CLUSTER),)
+    )
+    rows["api:inventory:port-trace"] = Route(
+        (get(lambda w: f"/api/inventory/ports/{w.port.pk}/trace/", API_READ_CLUSTER),)
+    )
+    rows["api:inventory:switch-nodes-behind"] = Route(
+        (get(lambda w: f"/api/inventory/switches/{w.switch.pk}/nodes-behind/", API_OWN_ONLY),)
+    )
+    rows["api:inventory:topology-import"] = Route(
+        (post("/api/inventory/topology/import", statuses(400, 400, 403, 403, 403, 401)),)
+    )
+    rows["api:inventory:validation"] = Route((get("/api/inventory/validation", API_READ_CLUSTER),))
+    return rows
+
+
+MATRIX.update(_inventory_rows())

@@ -19,7 +19,8 @@ from rest_framework.test import APIClient
 from faults.models import IntakeRecord
 from faults.services import submit_user_report
 from inventory.allocations import allocation_create
-from inventory.models import LifecycleStatus, Node, Pod, Switch, SwitchPort
+from inventory.models import GPU, NIC, LifecycleStatus, Node, Pod, Rack, Switch, SwitchPort
+from inventory.services import cable_create
 from jobs.models import Job
 from portal.actions.canary import CANARY_KIND
 from portal.models import AuditEntry, Role
@@ -70,6 +71,14 @@ def world(make_user, tenant_a, tenant_b):
     allocation = allocation_create(tenant=tenant_a, nodes=[node], start=timezone.now())
     switch = Switch.objects.create(hostname="matrix-leaf", role="leaf", pod=pod, rail=0)
     port = SwitchPort.objects.create(switch=switch, name="Ethernet0", speed_gbps=400)
+    rack = Rack.objects.create(name="matrix-rack", pod=pod)
+    Node.objects.filter(pk=node.pk).update(rack=rack)
+    other_node = Node.objects.create(hostname="matrix002", pod=pod, status=LifecycleStatus.ACTIVE)
+    own_gpu = GPU.objects.create(node=node, index=0)
+    other_gpu = GPU.objects.create(node=other_node, index=0)
+    own_nic = NIC.objects.create(node=node, device="mlx5_0", role="rail", rail=0)
+    other_nic = NIC.objects.create(node=other_node, device="mlx5_0", role="rail", rail=0)
+    own_cable = cable_create(a=own_nic, b=port, type="800GBASE-2DR4")
     own_job = Job.objects.create(
         job_id="9001",
         account=tenant_a.slurm_account,
@@ -97,6 +106,13 @@ def world(make_user, tenant_a, tenant_b):
         port=port,
         ticket=ticket,
         own_job=own_job,
+        rack=rack,
+        other_node=other_node,
+        own_gpu=own_gpu,
+        other_gpu=other_gpu,
+        own_nic=own_nic,
+        other_nic=other_nic,
+        own_cable=own_cable,
         other_job=other_job,
         intake=IntakeRecord.objects.order_by("-pk").first(),
         audit_entry=AuditEntry.objects.order_by("-pk").first(),
