@@ -256,3 +256,27 @@ def allocation_end(*, allocation: Allocation, ended_by=None, via: str = "api") -
         updated_by=ended_by,
         via=via,
     )
+
+
+def allocation_delete(*, allocation: Allocation, deleted_by=None, via: str = "api") -> None:
+    """Remove a mistaken allocation outright; its reservation goes with it. (End one that ran.)"""
+    with transaction.atomic():
+        allocation = (
+            Allocation.objects.select_for_update().select_related("tenant").get(pk=allocation.pk)
+        )
+        names = sorted(allocation.nodes.values_list("hostname", flat=True))
+        record_change(
+            actor=deleted_by,
+            operation="delete",
+            instance=allocation,
+            before=_summary(allocation, names),
+            via=via,
+        )
+        # The sync runs after the row is gone and so removes the reservation.
+        _queue_reservation_sync(
+            allocation,
+            requested_by=deleted_by,
+            via=via,
+            reason=f"allocation #{allocation.pk} deleted",
+        )
+        allocation.delete()

@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from inventory import filtersets, selectors
+from inventory.allocations import allocation_create, allocation_delete, allocation_update
 from inventory.api import fast_lists
 from inventory.api import serializers as inventory_serializers
 from inventory.api.bulk import with_bulk_writes
@@ -264,6 +265,36 @@ class AllocationViewSet(InventoryViewSet):
 
     def restrict_queryset(self, user):
         return selectors.allocation_list(user=user)
+
+    # Writes go through inventory.allocations, which refuses overlaps with other tenants and
+    # maintenance nodes and queues the Slurm reservation in the same transaction (and audits).
+    def perform_create(self, serializer):
+        data = serializer.validated_data
+        serializer.instance = allocation_create(
+            tenant=data["tenant"],
+            start=data.get("start"),
+            end=data.get("end"),
+            nodes=data.get("nodes"),
+            purpose=data.get("purpose", ""),
+            created_by=self.request.user,
+        )
+
+    def perform_update(self, serializer):
+        data = serializer.validated_data
+        allocation = serializer.instance
+        for field in ("tenant", "start"):
+            if field in data and data[field] != getattr(allocation, field):
+                raise InvalidInput({field: ["cannot change; end this allocation and make another"]})
+        serializer.instance = allocation_update(
+            allocation=allocation,
+            end=data.get("end", ...),
+            nodes=data.get("nodes"),
+            purpose=data.get("purpose"),
+            updated_by=self.request.user,
+        )
+
+    def perform_destroy(self, instance):
+        allocation_delete(allocation=instance, deleted_by=self.request.user)
 
 
 class TopologyImportView(APIView):

@@ -136,3 +136,41 @@ def test_end_now_and_not_twice(racks, tenant_a):
     assert ended.end <= timezone.now()
     with pytest.raises(Conflict):
         allocation_end(allocation=ended)
+
+
+def test_api_allocations_go_through_the_service(racks, tenant_a, tenant_b, operator_api):
+    first = operator_api.post(
+        "/api/inventory/allocations/",
+        {"tenant": tenant_a.pk, "hostlist": "gpu[001-002]", "start": NOW.isoformat()},
+        format="json",
+    )
+    assert first.status_code == 201, first.content
+    assert Action.objects.filter(kind=RESERVATION_SYNC_ACTION).count() == 1
+    clash = operator_api.post(
+        "/api/inventory/allocations/",
+        {"tenant": tenant_b.pk, "hostlist": "gpu[002-003]", "start": NOW.isoformat()},
+        format="json",
+    )
+    assert clash.status_code == 409 and "gpu002" in clash.content.decode()
+    Node.objects.filter(hostname="gpu005").update(status=LifecycleStatus.MAINTENANCE)
+    busy = operator_api.post(
+        "/api/inventory/allocations/",
+        {"tenant": tenant_b.pk, "hostlist": "gpu005", "start": NOW.isoformat()},
+        format="json",
+    )
+    assert busy.status_code == 409 and "gpu005" in busy.content.decode()
+    unknown = operator_api.post(
+        "/api/inventory/allocations/",
+        {"tenant": 999999, "hostlist": "gpu006", "start": NOW.isoformat()},
+        format="json",
+    )
+    assert unknown.status_code == 400 and "tenant" in unknown.json()
+    allocation_id = first.json()["id"]
+    moved = operator_api.patch(
+        f"/api/inventory/allocations/{allocation_id}/", {"start": (NOW + DAY).isoformat()},
+        format="json",
+    )
+    assert moved.status_code == 400 and "start" in moved.json()
+    assert operator_api.delete(f"/api/inventory/allocations/{allocation_id}/").status_code == 204
+    assert Action.objects.filter(kind=RESERVATION_SYNC_ACTION).count() == 2
+    assert Allocation.objects.count() == 0
