@@ -167,7 +167,7 @@ def fabric_summary() -> FabricSummary:
             leafs_by_pod.setdefault(pod or "no pod", []).append(summary)
         else:
             spines.append(summary)
-    spines.sort(key=lambda spine: _natural_key(spine.hostname))
+    spines.sort(key=lambda spine: natural_sort_key(spine.hostname))
 
     links: dict[tuple[int, int], int] = {}
     switch_pairs = (
@@ -201,8 +201,8 @@ def fabric_summary() -> FabricSummary:
     return FabricSummary(leafs_by_pod, spines, links, nodes_per_leaf, hostnames_by_pod)
 
 
-def _natural_key(name: str) -> tuple:
-    """spine-2 before spine-10."""
+def natural_sort_key(name: str) -> tuple:
+    """spine-2 before spine-10, mlx5_2 before mlx5_11."""
     return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name))
 
 

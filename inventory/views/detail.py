@@ -25,7 +25,7 @@ class NodeDetailView(InventoryPageMixin, TemplateView):
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
         node = selectors.node_get(user=self.request.user, hostname=kwargs["hostname"])
-        nics = list(node.nics.all())
+        nics = sorted(node.nics.all(), key=lambda nic: selectors.natural_sort_key(nic.device))
         rail_map = selectors.node_rail_map(node)
         context.update(
             node=node,
@@ -78,7 +78,11 @@ class SwitchDetailView(InventoryPageMixin, TemplateView):
         switch = selectors.switch_get(user=user, hostname=kwargs["hostname"])
         behind = selectors.nodes_behind_switch(switch)
         behind_by_port = {row.port.pk: row for row in behind}
-        ports = list(selectors.port_list(user=user, switch=switch))
+        # A broken-out cage shares its first lane with its first half: list the cage first.
+        ports = sorted(
+            selectors.port_list(user=user, switch=switch),
+            key=lambda port: (port.index, not port.breakout_mode, port.name),
+        )
         rows = [(port, selectors.port_link(port), behind_by_port.get(port.pk)) for port in ports]
         hostnames_by_rail = defaultdict(list)
         for row in behind:

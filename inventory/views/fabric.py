@@ -107,7 +107,7 @@ def fabric_picture(summary: selectors.FabricSummary) -> dict:
     pod_x = (width - pod_width) // 2 - POD_PADDING
     placed_pods = []
     for row, (pod, leafs) in enumerate(above):
-        top = spine_y - (row + 1) * (pod_height + TIER_GAP) + TIER_GAP
+        top = spine_y - TIER_GAP - pod_height - row * (pod_height + TIER_GAP)
         placed_pods.append((_place_pod(summary, pod, leafs, pod_x, top, pod_width, True), True))
     for row, (pod, leafs) in enumerate(below):
         top = spine_y + SPINE_HEIGHT + TIER_GAP + row * (pod_height + TIER_GAP)
@@ -149,8 +149,10 @@ def fabric_picture(summary: selectors.FabricSummary) -> dict:
 
 def _place_pod(summary, pod: str, leafs, x: int, top: int, pod_width: int, above: bool):
     # The label sits on the side away from the spines, so links never cross it.
-    leaf_y = top + POD_PADDING + (0 if above else POD_LABEL)
-    label_y = top + POD_PADDING + LEAF_HEIGHT + 24 if above else top + POD_PADDING + 16
+    if above:
+        label_y, leaf_y = top + POD_PADDING + 16, top + POD_PADDING + POD_LABEL
+    else:
+        leaf_y, label_y = top + POD_PADDING, top + POD_PADDING + LEAF_HEIGHT + 26
     return PlacedPod(
         pod,
         Box(x, top, pod_width + 2 * POD_PADDING, POD_LABEL + LEAF_HEIGHT + 2 * POD_PADDING),

@@ -212,7 +212,7 @@ def test_switch_page_lists_ports_with_the_nodes_behind_them(sakuraone, operator)
     assert '<dd id="nodes-behind-count">50</dd>' in html
     assert "gpu[051-100]" in html
     row = re.search(r'<tr id="port-Ethernet0".*?</tr>', html, re.S).group(0)
-    assert 'href="/inventory/nodes/gpu051/"' in row and "<code>mlx5_4</code>" in row
+    assert 'href="/inventory/nodes/gpu051/#nic-mlx5_4"' in row and "<code>mlx5_4</code>" in row
     assert "rail 3" in row and "half of" in row
     cage = re.search(r'<tr id="port-Port1".*?</tr>', html, re.S).group(0)
     assert "cage 2x400G" in cage
