@@ -99,3 +99,18 @@ class ValidationFilterForm(FilterForm):
     rule = forms.ChoiceField(
         required=False, choices=_blank_first(((rule, rule) for rule in RULES), "all rules")
     )
+
+
+class HardwareSearchForm(FilterForm):
+    q = forms.CharField(
+        required=False,
+        label="Search",
+        max_length=100,
+        widget=forms.TextInput(
+            attrs={
+                "type": "search",
+                "placeholder": "GPU UUID or serial, PCI bus id, MAC, node serial",
+                "spellcheck": "false",
+            }
+        ),
+    )

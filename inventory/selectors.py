@@ -50,6 +50,48 @@ def visible_nodes(*, user) -> QuerySet[Node]:
 # -- reads for the inventory pages (node rail map, switch ports, fabric picture) ---------------
 
 
+@dataclass(frozen=True)
+class HardwareSearchResult:
+    nodes: list[Node]
+    gpus: list[GPU]
+    nics: list[NIC]
+
+    def __len__(self) -> int:
+        return len(self.nodes) + len(self.gpus) + len(self.nics)
+
+
+def hardware_search(*, user, query: str, limit: int = 50) -> HardwareSearchResult:
+    """Nodes, GPUs and NICs `user` may see whose identifiers contain `query` (case-insensitive):
+    hostname or serial; GPU UUID, serial or PCI bus id; NIC device, netdev or MAC. At most
+    `limit` of each, in three queries. A MAC may be typed with dashes or in upper case."""
+    text = query.strip()
+    if len(text) < 2:
+        raise InvalidInput({"q": ["Type at least two characters to search."]})
+    mac = text.lower().replace("-", ":")
+    nodes = visible_nodes(user=user)
+    return HardwareSearchResult(
+        nodes=list(
+            nodes.filter(Q(hostname__icontains=text) | Q(serial__icontains=text))
+            .select_related("pod", "rack")
+            .order_by("hostname")[:limit]
+        ),
+        gpus=list(
+            GPU.objects.filter(node__in=nodes)
+            .filter(
+                Q(uuid__icontains=text) | Q(serial__icontains=text) | Q(pci_bus_id__icontains=text)
+            )
+            .select_related("node")
+            .order_by("node__hostname", "index")[:limit]
+        ),
+        nics=list(
+            NIC.objects.filter(node__in=nodes)
+            .filter(Q(device__iexact=text) | Q(netdev__iexact=text) | Q(mac__icontains=mac))
+            .select_related("node", "affinity_gpu")
+            .order_by("node__hostname", "device")[:limit]
+        ),
+    )
+
+
 def switch_get(*, user, hostname: str) -> Switch:
     """One switch with its pod and rack; NotFound for a role that may not see the fabric."""
     switch = switch_list(user=user).filter(hostname=hostname).first()

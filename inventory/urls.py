@@ -17,6 +17,7 @@ urlpatterns = [
     path("switches/", lists.SwitchListView.as_view(), name="switch-list"),
     path("switches/<str:hostname>/", detail.SwitchDetailView.as_view(), name="switch-detail"),
     path("cables/", lists.CableListView.as_view(), name="cable-list"),
+    path("search/", lists.HardwareSearchView.as_view(), name="hardware-search"),
     path("topology/", fabric.TopologyView.as_view(), name="topology"),
     path("validation/", fabric.ValidationView.as_view(), name="validation"),
 ]

@@ -1,12 +1,15 @@
-"""List pages: nodes, switches, cables."""
+"""List pages: nodes, switches, cables, and the GPU/NIC search."""
 
 from __future__ import annotations
 
 from django.db.models import Count
+from django.template.response import TemplateResponse
+from django.views.generic import TemplateView
 
 from inventory import selectors
-from inventory.forms import CableFilterForm, NodeFilterForm, SwitchFilterForm
-from inventory.views.base import ALL_ROLES, FilteredListView
+from inventory.forms import CableFilterForm, HardwareSearchForm, NodeFilterForm, SwitchFilterForm
+from inventory.views.base import ALL_ROLES, FilteredListView, InventoryPageMixin, is_htmx
+from portal.errors import InvalidInput
 
 
 class NodeListView(FilteredListView):
@@ -48,3 +51,33 @@ class CableListView(FilteredListView):
 
     def rows(self, filters):
         return selectors.cable_list(user=self.request.user, filters=filters)
+
+
+class HardwareSearchView(InventoryPageMixin, TemplateView):
+    """Find a GPU or NIC by what is printed on it or reported by the OS (UUID, serial, PCI bus
+    id, MAC), and the node it is in."""
+
+    template_name = "inventory/search.html"
+    results_template = "inventory/_search_results.html"
+    section = "search"
+    allowed_roles = ALL_ROLES  # within the nodes the user may see
+
+    def get(self, request, *args, **kwargs):
+        form = HardwareSearchForm(request.GET)
+        results, status = None, 200
+        if form.is_valid() and form.cleaned_data["q"]:
+            try:
+                results = selectors.hardware_search(user=request.user, query=form.cleaned_data["q"])
+            except InvalidInput as error:
+                form.add_error("q", error.detail["q"])
+                status = 400
+        elif not form.is_valid():
+            status = 400
+        htmx = is_htmx(request)
+        context = self.get_context_data(form=form, results=results, **kwargs)
+        return TemplateResponse(
+            request,
+            self.results_template if htmx else self.template_name,
+            context,
+            status=200 if htmx else status,
+        )

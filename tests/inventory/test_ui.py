@@ -51,6 +51,8 @@ PAGES = [
     "/inventory/switches/leaf-p1-r0/",
     "/inventory/switches/spine-1/",
     "/inventory/cables/",
+    "/inventory/search/",
+    "/inventory/search/?q=mlx5_11",
     "/inventory/topology/",
     "/inventory/validation/",
 ]
@@ -283,6 +285,38 @@ def test_validation_page_lists_a_broken_cable_by_rule_with_links(sakuraone, oper
     assert "gpu007" not in only_bisection and "No violations of bisection" in only_bisection
     bad = operator.get("/inventory/validation/", {"rule": "nonsense"})
     assert bad.status_code == 400 and "Select a valid choice" in html_of(bad)
+
+
+# -- GPU / NIC search --------------------------------------------------------------------------
+
+
+def test_search_finds_a_gpu_by_uuid_and_a_nic_by_mac(sakuraone, operator):
+    from inventory.models import GPU, NIC
+
+    gpu = GPU.objects.get(node__hostname="gpu042", index=5)
+    html = html_of(operator.get("/inventory/search/", {"q": gpu.uuid[4:20].upper()}))
+    assert 'href="/inventory/nodes/gpu042/#gpu-5">gpu042 GPU5</a>' in html
+    assert "0 nodes, 1 GPU, 0 NICs match" in html
+    nic = NIC.objects.get(node__hostname="gpu077", device="mlx5_6")
+    html = html_of(operator.get("/inventory/search/", {"q": nic.mac.upper().replace(":", "-")}))
+    assert 'href="/inventory/nodes/gpu077/#nic-mlx5_6">gpu077 mlx5_6</a>' in html
+    assert "rail 5" in html
+    by_bus = html_of(operator.get("/inventory/search/", {"q": "0000:db:00.0"}, **HTMX))
+    assert "<html" not in by_bus and by_bus.count("GPU7</a>") == 50  # the limit per kind
+    short = operator.get("/inventory/search/", {"q": "g"})
+    assert short.status_code == 400 and "at least two characters" in html_of(short)
+
+
+def test_search_stays_inside_a_tenant_admins_nodes(sakuraone, browser_as, tenant_a):
+    from inventory.models import GPU
+
+    allocation = Allocation.objects.create(tenant=tenant_a, start=timezone.now())
+    allocation.nodes.set(Node.objects.filter(hostname="gpu010"))
+    tenant_admin = browser_as(Role.TENANT_ADMIN, tenant=tenant_a)
+    other = GPU.objects.get(node__hostname="gpu011", index=0)
+    assert "Nothing matches" in html_of(tenant_admin.get("/inventory/search/", {"q": other.uuid}))
+    own = GPU.objects.get(node__hostname="gpu010", index=0)
+    assert "gpu010 GPU0" in html_of(tenant_admin.get("/inventory/search/", {"q": own.uuid}))
 
 
 # -- roles -------------------------------------------------------------------------------------
