@@ -55,6 +55,11 @@ class HardwareSearchResult:
     nodes: list[Node]
     gpus: list[GPU]
     nics: list[NIC]
+    limit: int  # per kind; a list this long may have been cut short
+
+    @property
+    def truncated(self) -> bool:
+        return self.limit in (len(self.nodes), len(self.gpus), len(self.nics))
 
     def __len__(self) -> int:
         return len(self.nodes) + len(self.gpus) + len(self.nics)
@@ -89,6 +94,7 @@ def hardware_search(*, user, query: str, limit: int = 50) -> HardwareSearchResul
             .select_related("node", "affinity_gpu")
             .order_by("node__hostname", "device")[:limit]
         ),
+        limit=limit,
     )
 
 

@@ -19,7 +19,7 @@ from inventory.views.base import InventoryPageMixin
 LEAF_WIDTH, LEAF_HEIGHT, LEAF_GAP = 138, 50, 14
 SPINE_HEIGHT = 50
 POD_PADDING, POD_LABEL = 14, 30
-TIER_GAP = 150  # vertical room for the leaf-spine links
+TIER_GAP = 125  # vertical room for the leaf-spine links
 MARGIN = 16
 
 

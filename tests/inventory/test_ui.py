@@ -96,6 +96,24 @@ def test_filters_combine_and_pagination_pages_through(sakuraone, operator):
     ] == ["gpu050"]
 
 
+def test_list_pages_run_the_same_queries_for_3_rows_as_for_a_full_page(
+    sakuraone, operator, django_assert_num_queries
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    for path, few, many in [
+        ("/inventory/", {"hostlist": "gpu00[1-3]"}, {}),
+        ("/inventory/switches/", {"role": "spine", "pod": ""}, {}),
+        ("/inventory/cables/", {"node": "gpu001"}, {}),
+    ]:
+        operator.get(path, few)  # the session and user are cached after the first request
+        with CaptureQueriesContext(connection) as small:
+            operator.get(path, few)
+        with django_assert_num_queries(len(small)):
+            operator.get(path, many)
+
+
 def test_slurm_state_filter_offers_the_states_slurm_reported(sakuraone, operator):
     Node.objects.filter(hostname__in=["gpu003", "gpu077"]).update(slurm_state="DRAINED")
     html = html_of(operator.get("/inventory/", {"slurm_state": "DRAINED"}))
@@ -209,8 +227,11 @@ def test_trace_of_a_rail_nic_reaches_the_leaf_and_every_spine(sakuraone, operato
 # -- switch detail ---------------------------------------------------------------------------
 
 
-def test_switch_page_lists_ports_with_the_nodes_behind_them(sakuraone, operator):
-    html = html_of(operator.get("/inventory/switches/leaf-p2-r3/"))
+def test_switch_page_lists_ports_with_the_nodes_behind_them(
+    sakuraone, operator, django_assert_max_num_queries
+):
+    with django_assert_max_num_queries(10):
+        html = html_of(operator.get("/inventory/switches/leaf-p2-r3/"))
     assert '<dd id="nodes-behind-count">50</dd>' in html
     assert "gpu[051-100]" in html
     row = re.search(r'<tr id="port-Ethernet0".*?</tr>', html, re.S).group(0)
@@ -303,6 +324,7 @@ def test_search_finds_a_gpu_by_uuid_and_a_nic_by_mac(sakuraone, operator):
     assert "rail 5" in html
     by_bus = html_of(operator.get("/inventory/search/", {"q": "0000:db:00.0"}, **HTMX))
     assert "<html" not in by_bus and by_bus.count("GPU7</a>") == 50  # the limit per kind
+    assert "showing the first 50 of each kind" in by_bus
     short = operator.get("/inventory/search/", {"q": "g"})
     assert short.status_code == 400 and "at least two characters" in html_of(short)
 
