@@ -304,6 +304,7 @@ def test_validation_page_lists_a_broken_cable_by_rule_with_links(sakuraone, oper
     assert 'dangling <span class="count">1</span>' in html
     only_bisection = html_of(operator.get("/inventory/validation/", {"rule": "bisection"}))
     assert "gpu007" not in only_bisection and "No violations of bisection" in only_bisection
+    assert 'dangling <span class="count">1</span>' in only_bisection  # counts stay whole
     bad = operator.get("/inventory/validation/", {"rule": "nonsense"})
     assert bad.status_code == 400 and "Select a valid choice" in html_of(bad)
 

@@ -68,6 +68,7 @@ def test_node_and_topology_pages_in_a_browser(inventory_server, browser_page):
     assert overflow <= 0, "the node page scrolls sideways at 1366x768"
     page.evaluate("window.scrollTo(0, 0)")  # sticky headers are drawn where the page scrolled
     page.screenshot(path=str(ARTIFACTS / "inventory-node-gpu002.png"), full_page=True)
+    page.locator("#rail-map").screenshot(path=str(ARTIFACTS / "inventory-node-rail-map.png"))
 
     page.goto(f"{inventory_server.url}/inventory/switches/leaf-p1-r0/")
     assert "gpu001" in page.inner_text("#port-Ethernet0")
