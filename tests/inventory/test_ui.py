@@ -4,6 +4,7 @@ and the panel registry other apps extend the node and switch pages with."""
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 
 import pytest
 from django.test import Client
@@ -287,6 +288,39 @@ def test_topology_marks_a_missing_leaf_spine_link(sakuraone, operator):
     assert html.count("fl-missing") == 1
     assert "leaf-p1-r0 \u2013 spine-3: 0 links" in html
     assert '<td class="num cell-unusual"><span aria-hidden="true">⚠ </span>0</td>' in html
+
+
+def test_fabric_picture_stacks_more_pods_above_and_below_the_spines():
+    from inventory.selectors import FabricSummary, FabricSwitch
+    from inventory.views.fabric import fabric_picture
+
+    pods = {
+        f"p{p}": [
+            FabricSwitch(p * 10 + r, f"leaf-p{p}-r{r}", f"p{p}", r, "active") for r in range(8)
+        ]
+        for p in range(1, 5)
+    }
+    spines = [FabricSwitch(100 + s, f"spine-{s}", None, None, "active") for s in range(1, 9)]
+    links = {
+        (leaf.id, spine.id): 4 for leafs in pods.values() for leaf in leafs for spine in spines
+    }
+    links[(10, 101)] = 3  # one pair short of the usual four
+    picture = fabric_picture(FabricSummary(pods, spines, links, {}, {}))
+
+    spine_top = picture["spines"][0].box.y
+    above = [pod for pod in picture["pods"] if pod.box.y < spine_top]
+    below = [pod for pod in picture["pods"] if pod.box.y > spine_top]
+    assert [pod.name for pod in above] == ["p1", "p2"] and [pod.name for pod in below] == [
+        "p3",
+        "p4",
+    ]
+    boxes = sorted((pod.box.y, pod.box.y + pod.box.height) for pod in picture["pods"])
+    assert all(bottom < next_top for (_, bottom), (next_top, _) in pairwise(boxes))
+    assert max(bottom for _, bottom in boxes) <= picture["height"]
+    assert len(picture["links"]) == 4 * 8 * 8
+    assert [(link.leaf, link.spine, link.count) for link in picture["links"] if link.unusual] == [
+        ("leaf-p1-r0", "spine-1", 3)
+    ]
 
 
 def test_validation_page_lists_a_broken_cable_by_rule_with_links(sakuraone, operator):
