@@ -10,15 +10,17 @@ the fabric in at most four queries whatever the fleet's size.
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 from typing import Any, NamedTuple
 
-from django.db.models import Prefetch, Q, QuerySet
+from django.db.models import Count, Prefetch, Q, QuerySet
 
 from inventory.hostlist import compress_hostlist, expand_hostlist
 from inventory.models import (
     GPU,
     NIC,
+    RAILS,
     Allocation,
     Cable,
     CableStatus,
@@ -43,6 +45,213 @@ def visible_nodes(*, user) -> QuerySet[Node]:
         allocated = Allocation.objects.current().filter(tenant_id=user.tenant_id)
         return Node.objects.filter(pk__in=allocated.values("nodes"))
     return Node.objects.none()
+
+
+# -- reads for the inventory pages (node rail map, switch ports, fabric picture) ---------------
+
+
+@dataclass(frozen=True)
+class HardwareSearchResult:
+    nodes: list[Node]
+    gpus: list[GPU]
+    nics: list[NIC]
+    limit: int  # per kind; a list this long may have been cut short
+
+    @property
+    def truncated(self) -> bool:
+        return self.limit in (len(self.nodes), len(self.gpus), len(self.nics))
+
+    def __len__(self) -> int:
+        return len(self.nodes) + len(self.gpus) + len(self.nics)
+
+
+def hardware_search(*, user, query: str, limit: int = 50) -> HardwareSearchResult:
+    """Nodes, GPUs and NICs `user` may see whose identifiers contain `query` (case-insensitive):
+    hostname or serial; GPU UUID, serial or PCI bus id; NIC device, netdev or MAC. At most
+    `limit` of each, in three queries. A MAC may be typed with dashes or in upper case."""
+    text = query.strip()
+    if len(text) < 2:
+        raise InvalidInput({"q": ["Type at least two characters to search."]})
+    mac = text.lower().replace("-", ":")
+    nodes = visible_nodes(user=user)
+    return HardwareSearchResult(
+        nodes=list(
+            nodes.filter(Q(hostname__icontains=text) | Q(serial__icontains=text))
+            .select_related("pod", "rack")
+            .order_by("hostname")[:limit]
+        ),
+        gpus=list(
+            GPU.objects.filter(node__in=nodes)
+            .filter(
+                Q(uuid__icontains=text) | Q(serial__icontains=text) | Q(pci_bus_id__icontains=text)
+            )
+            .select_related("node")
+            .order_by("node__hostname", "index")[:limit]
+        ),
+        nics=list(
+            NIC.objects.filter(node__in=nodes)
+            .filter(Q(device__iexact=text) | Q(netdev__iexact=text) | Q(mac__icontains=mac))
+            .select_related("node", "affinity_gpu")
+            .order_by("node__hostname", "device")[:limit]
+        ),
+        limit=limit,
+    )
+
+
+def switch_get(*, user, hostname: str) -> Switch:
+    """One switch with its pod and rack; NotFound for a role that may not see the fabric."""
+    switch = switch_list(user=user).filter(hostname=hostname).first()
+    if switch is None:
+        raise NotFound(f"No switch {hostname!r}.")
+    return switch
+
+
+class PortLink(NamedTuple):
+    cable: Cable
+    port: SwitchPort | None  # the far end, when it is another switch's port
+    nic: NIC | None  # the far end, when it is a node's NIC
+
+
+def port_link(port: SwitchPort) -> PortLink | None:
+    """The active cable of a port loaded through `port_list`, and its far end."""
+    for cable in getattr(port, "active_cables_as_a", []):
+        return PortLink(cable, cable.b_port, cable.b_nic)
+    for cable in getattr(port, "active_cables_as_b", []):
+        return PortLink(cable, cable.a_port, cable.a_nic)
+    return None
+
+
+@dataclass(frozen=True)
+class RailMapRow:
+    """Where rail `rail` of a node should land (leaf `rail` of its pod) and where it does."""
+
+    rail: int
+    nic: NIC | None
+    expected_leaf: Switch | None
+    link: NicLink | None
+
+    @property
+    def leaf(self) -> Switch | None:
+        return self.link.port.switch if self.link and self.link.port else None
+
+    @property
+    def verdict(self) -> str:
+        """ok, missing (no rail NIC), uncabled, wrong_leaf (the rail rule is broken)."""
+        if self.nic is None:
+            return "missing"
+        if self.link is None or self.link.port is None:
+            return "uncabled"
+        if self.expected_leaf is None or self.leaf.pk != self.expected_leaf.pk:
+            return "wrong_leaf"
+        return "ok"
+
+    @property
+    def link_state(self) -> str:
+        """The leaf port's operational state as last polled, or `unknown` before any poll."""
+        if self.link is None or self.link.port is None:
+            return "none"
+        return self.link.port.oper_status or "unknown"
+
+
+def node_rail_map(node: Node) -> list[RailMapRow]:
+    """Rails 0-7 of a node loaded by `node_get`: its rail NIC, the leaf the rail rule expects
+    (leaf r of the node's pod) and the leaf port its cable reaches. One query (the pod's leafs)."""
+    leafs = {}
+    if node.pod_id:
+        leafs = {
+            leaf.rail: leaf
+            for leaf in Switch.objects.filter(role=Switch.Role.LEAF, pod_id=node.pod_id)
+        }
+    by_rail = {nic.rail: nic for nic in node.nics.all() if nic.role == NIC.Role.RAIL}
+    return [
+        RailMapRow(
+            rail,
+            by_rail.get(rail),
+            leafs.get(rail),
+            nic_link(by_rail[rail]) if rail in by_rail else None,
+        )
+        for rail in range(RAILS)
+    ]
+
+
+@dataclass(frozen=True)
+class FabricSwitch:
+    id: int
+    hostname: str
+    pod: str | None
+    rail: int | None
+    status: str
+
+
+@dataclass(frozen=True)
+class FabricSummary:
+    """The rail-optimised fabric in numbers: leafs per pod, spines, links per leaf-spine pair,
+    nodes behind each leaf, and the nodes of each pod."""
+
+    leafs_by_pod: dict[str, list[FabricSwitch]]
+    spines: list[FabricSwitch]
+    links: dict[tuple[int, int], int]  # (leaf id, spine id) -> active cables
+    nodes_per_leaf: dict[int, int]  # leaf id -> distinct nodes cabled to it
+    hostnames_by_pod: dict[str, list[str]]
+
+    def uplinks(self, leaf_id: int) -> int:
+        return sum(count for (leaf, _), count in self.links.items() if leaf == leaf_id)
+
+
+def fabric_summary() -> FabricSummary:
+    """Counts for the topology picture in five queries, whatever the fleet's size."""
+    switches = list(
+        Switch.objects.filter(role__in=[Switch.Role.LEAF, Switch.Role.SPINE])
+        .select_related("pod")
+        .order_by("pod__name", "rail", "hostname")
+    )
+    role_of = {switch.pk: switch.role for switch in switches}
+    leafs_by_pod: dict[str, list[FabricSwitch]] = {}
+    spines = []
+    for switch in switches:
+        pod = switch.pod.name if switch.pod_id else None
+        summary = FabricSwitch(switch.pk, switch.hostname, pod, switch.rail, switch.status)
+        if switch.role == Switch.Role.LEAF:
+            leafs_by_pod.setdefault(pod or "no pod", []).append(summary)
+        else:
+            spines.append(summary)
+    spines.sort(key=lambda spine: natural_sort_key(spine.hostname))
+
+    links: dict[tuple[int, int], int] = {}
+    switch_pairs = (
+        active_cables()
+        .filter(a_port__isnull=False, b_port__isnull=False)
+        .values_list("a_port__switch_id", "b_port__switch_id")
+        .annotate(count=Count("id"))
+        .order_by()
+    )
+    for a_switch, b_switch, count in switch_pairs:
+        if role_of.get(a_switch) == Switch.Role.SPINE:
+            a_switch, b_switch = b_switch, a_switch
+        if role_of.get(a_switch) == Switch.Role.LEAF and role_of.get(b_switch) == Switch.Role.SPINE:
+            links[(a_switch, b_switch)] = links.get((a_switch, b_switch), 0) + count
+
+    nodes_per_leaf: dict[int, int] = {}
+    for nic_side, port_side in (("a_nic", "b_port"), ("b_nic", "a_port")):
+        rows = (
+            active_cables()
+            .filter(**{f"{nic_side}__isnull": False, f"{port_side}__switch__role": "leaf"})
+            .values_list(f"{port_side}__switch_id")
+            .annotate(nodes=Count(f"{nic_side}__node_id", distinct=True))
+            .order_by()
+        )
+        for switch_id, nodes in rows:
+            nodes_per_leaf[switch_id] = nodes_per_leaf.get(switch_id, 0) + nodes
+
+    hostnames_by_pod: dict[str, list[str]] = {}
+    for hostname, pod in Node.objects.values_list("hostname", "pod__name").order_by("hostname"):
+        hostnames_by_pod.setdefault(pod or "no pod", []).append(hostname)
+    return FabricSummary(leafs_by_pod, spines, links, nodes_per_leaf, hostnames_by_pod)
+
+
+def natural_sort_key(name: str) -> tuple:
+    """spine-2 before spine-10, mlx5_2 before mlx5_11."""
+    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name))
 
 
 def active_cables() -> QuerySet[Cable]:

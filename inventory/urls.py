@@ -1,5 +1,23 @@
 """Pages of the inventory app (namespace `inventory`)."""
 
+from django.urls import path
+
+from inventory.views import detail, fabric, lists
+
 app_name = "inventory"
 
-urlpatterns: list = []
+urlpatterns = [
+    path("", lists.NodeListView.as_view(), name="node-list"),
+    path("nodes/<str:hostname>/", detail.NodeDetailView.as_view(), name="node-detail"),
+    path(
+        "nodes/<str:hostname>/nics/<str:device>/trace/",
+        detail.NicTraceView.as_view(),
+        name="nic-trace",
+    ),
+    path("switches/", lists.SwitchListView.as_view(), name="switch-list"),
+    path("switches/<str:hostname>/", detail.SwitchDetailView.as_view(), name="switch-detail"),
+    path("cables/", lists.CableListView.as_view(), name="cable-list"),
+    path("search/", lists.HardwareSearchView.as_view(), name="hardware-search"),
+    path("topology/", fabric.TopologyView.as_view(), name="topology"),
+    path("validation/", fabric.ValidationView.as_view(), name="validation"),
+]

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 from django.test import Client
+from django.urls import NoReverseMatch, reverse
 
 from portal.models import Action, AuditEntry, Role
 from portal.services.actions import enqueue_action
@@ -59,8 +60,16 @@ def test_dashboard_renders_for_every_role_with_navigation(browser_as, role):
 
 
 def test_sections_not_built_yet_are_disabled_not_links(browser_as):
+    from portal.context_processors import NAVIGATION
+
     html = browser_as(Role.OPERATOR).get("/").content.decode()
-    assert 'aria-disabled="true" title="Arrives with issue #3">Inventory<' in html
+    for label, url_name, issue in NAVIGATION:
+        try:
+            url = reverse(url_name)
+        except NoReverseMatch:
+            assert f'aria-disabled="true" title="Arrives with issue #{issue}">{label}<' in html
+        else:
+            assert f'<a href="{url}"' in html and f">{label}</a>" in html
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,116 @@
+"""Filter forms of the inventory list pages: they turn query strings into selector filters and
+name the field of any bad value, so a typo in a hostlist is a message, never a 500."""
+
+from __future__ import annotations
+
+from django import forms
+
+from inventory.hostlist import expand_hostlist
+from inventory.models import Cable, CableStatus, LifecycleStatus, Node, Pod, Rack, Switch
+from inventory.validation import RULES
+from portal.errors import InvalidInput
+
+
+def _blank_first(choices, label: str = "any") -> list[tuple[str, str]]:
+    return [("", label), *[(str(value), str(text)) for value, text in choices]]
+
+
+def _pod_choices():
+    return _blank_first((name, name) for name in Pod.objects.values_list("name", flat=True))
+
+
+class FilterForm(forms.Form):
+    """A GET form whose cleaned, non-empty values are the selector's `filters`."""
+
+    def filters(self) -> dict[str, str]:
+        return {name: value for name, value in self.cleaned_data.items() if value not in ("", None)}
+
+
+class NodeFilterForm(FilterForm):
+    hostlist = forms.CharField(
+        required=False,
+        label="Hosts",
+        widget=forms.TextInput(
+            attrs={"placeholder": "gpu[001-016,020]", "spellcheck": "false", "type": "search"}
+        ),
+        help_text="A Slurm hostlist expression",
+    )
+    pod = forms.ChoiceField(required=False)
+    rack = forms.ChoiceField(required=False)
+    status = forms.ChoiceField(required=False, choices=_blank_first(LifecycleStatus.choices))
+    slurm_state = forms.ChoiceField(required=False, label="Slurm state")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["pod"].choices = _pod_choices()
+        self.fields["rack"].choices = _blank_first(
+            (name, name) for name in Rack.objects.values_list("name", flat=True)
+        )
+        # Only states Slurm has reported so far: the jobs app writes them as it syncs.
+        states = (
+            Node.objects.exclude(slurm_state="")
+            .values_list("slurm_state", flat=True)
+            .distinct()
+            .order_by("slurm_state")
+        )
+        self.fields["slurm_state"].choices = _blank_first((state, state) for state in states)
+
+    def clean_hostlist(self) -> str:
+        expression = self.cleaned_data["hostlist"].strip()
+        if expression:
+            try:
+                expand_hostlist(expression)
+            except InvalidInput as error:
+                messages = error.detail.get("hostlist") if isinstance(error.detail, dict) else None
+                raise forms.ValidationError(messages or str(error.detail)) from error
+        return expression
+
+
+class SwitchFilterForm(FilterForm):
+    role = forms.ChoiceField(required=False, choices=_blank_first(Switch.Role.choices))
+    pod = forms.ChoiceField(required=False)
+    status = forms.ChoiceField(required=False, choices=_blank_first(LifecycleStatus.choices))
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["pod"].choices = _pod_choices()
+
+
+class CableFilterForm(FilterForm):
+    status = forms.ChoiceField(required=False, choices=_blank_first(CableStatus.choices))
+    type = forms.ChoiceField(required=False, choices=_blank_first(Cable.Type.choices))
+    switch = forms.CharField(
+        required=False,
+        widget=forms.TextInput(attrs={"placeholder": "leaf-p1-r0", "type": "search"}),
+    )
+    node = forms.CharField(
+        required=False,
+        widget=forms.TextInput(attrs={"placeholder": "gpu001", "type": "search"}),
+    )
+
+    def clean_switch(self) -> str:
+        hostname = self.cleaned_data["switch"].strip()
+        if hostname and not Switch.objects.filter(hostname=hostname).exists():
+            raise forms.ValidationError(f"No switch {hostname!r}.")
+        return hostname
+
+
+class ValidationFilterForm(FilterForm):
+    rule = forms.ChoiceField(
+        required=False, choices=_blank_first(((rule, rule) for rule in RULES), "all rules")
+    )
+
+
+class HardwareSearchForm(FilterForm):
+    q = forms.CharField(
+        required=False,
+        label="Search",
+        max_length=100,
+        widget=forms.TextInput(
+            attrs={
+                "type": "search",
+                "placeholder": "GPU UUID or serial, PCI bus id, MAC, node serial",
+                "spellcheck": "false",
+            }
+        ),
+    )

@@ -1,0 +1,76 @@
+"""Helpers for the inventory pages: states as word + letter (never colour alone), hostlists."""
+
+from __future__ import annotations
+
+from django import template
+
+from inventory.hostlist import compress_hostlist
+
+register = template.Library()
+
+# Slurm reports states such as IDLE, MIXED, ALLOCATED, DRAINING, DRAINED, DOWN, often with flags
+# (IDLE+DRAIN, DOWN*); the letters match the dashboard's node grid.
+SLURM_STATES = {
+    "idle": "I",
+    "allocated": "A",
+    "mixed": "M",
+    "draining": "d",
+    "drained": "D",
+    "down": "X",
+}
+
+
+@register.filter
+def slurm_state_kind(state: str) -> str:
+    """idle / allocated / mixed / draining / drained / down / unknown for a raw Slurm state."""
+    raw = (state or "").lower().rstrip("*~#$@^-")
+    flags = set(raw.split("+"))
+    base = raw.split("+", 1)[0]
+    if base == "down" or "down" in flags or "fail" in flags:
+        return "down"
+    if "drain" in flags or base in ("drain", "drained"):
+        return "drained" if base in ("idle", "drain", "drained", "down") else "draining"
+    if base in ("draining",):
+        return "draining"
+    if base in ("alloc", "allocated", "completing"):
+        return "allocated"
+    if base in SLURM_STATES:
+        return base
+    return "unknown"
+
+
+@register.filter
+def slurm_state_letter(state: str) -> str:
+    return SLURM_STATES.get(slurm_state_kind(state), "?")
+
+
+@register.filter
+def hostlist(nodes) -> str:
+    """The compact Slurm hostlist of a page of nodes (or of hostnames)."""
+    names = [getattr(node, "hostname", node) for node in nodes]
+    return compress_hostlist(names) if names else ""
+
+
+@register.filter
+def get_item(mapping, key):
+    return mapping.get(key) if mapping else None
+
+
+@register.filter
+def disk_size(gigabytes) -> str:
+    """Drive capacity as vendors print it (decimal): 7680 -> 7.68 TB, 372 -> 372 GB."""
+    if not gigabytes:
+        return "—"
+    if gigabytes >= 1000:
+        return f"{gigabytes / 1000:g} TB"
+    return f"{gigabytes} GB"
+
+
+@register.filter
+def memory_size(gigabytes) -> str:
+    """Memory in GB with its binary terabytes when large: 1536 -> 1,536 GB (1.5 TB)."""
+    if not gigabytes:
+        return "—"
+    if gigabytes >= 1024:
+        return f"{gigabytes:,} GB ({gigabytes / 1024:g} TB)"
+    return f"{gigabytes:,} GB"

@@ -1,0 +1,104 @@
+"""Node and switch pages, and the cable trace of one NIC."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from django.http import Http404
+from django.template.response import TemplateResponse
+from django.views.generic import TemplateView
+
+from inventory import selectors
+from inventory.hostlist import compress_hostlist
+from inventory.models import NIC
+from inventory.ui_panels import node_panels, switch_panels
+from inventory.views.base import ALL_ROLES, InventoryPageMixin, is_htmx
+
+RAIL_TOP, RAIL_ROW = 24, 36
+
+
+class NodeDetailView(InventoryPageMixin, TemplateView):
+    section = "nodes"
+    template_name = "inventory/node_detail.html"
+    allowed_roles = ALL_ROLES  # another tenant's node is a 404 (node_get uses visible_nodes)
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        node = selectors.node_get(user=self.request.user, hostname=kwargs["hostname"])
+        nics = sorted(node.nics.all(), key=lambda nic: selectors.natural_sort_key(nic.device))
+        rail_map = selectors.node_rail_map(node)
+        context.update(
+            node=node,
+            gpus=list(node.gpus.all()),
+            nic_rows=[(nic, selectors.nic_link(nic)) for nic in nics],
+            rail_map=rail_map,
+            # One row of the rail map picture per rail, RAIL_ROW units apart.
+            rail_rows=[(row, RAIL_TOP + index * RAIL_ROW) for index, row in enumerate(rail_map)],
+            rail_picture_height=2 * RAIL_TOP + (len(rail_map) - 1) * RAIL_ROW,
+            rail_nic_count=sum(1 for nic in nics if nic.role == NIC.Role.RAIL),
+            node_panels=node_panels(),
+        )
+        return context
+
+
+class NicTraceView(InventoryPageMixin, TemplateView):
+    """The path of one NIC through the fabric; a fragment for htmx, a page otherwise."""
+
+    template_name = "inventory/nic_trace.html"
+    section = "nodes"
+
+    def get(self, request, *args, **kwargs):
+        context = self.get_context_data(**kwargs)
+        template = "inventory/_trace.html" if is_htmx(request) else self.template_name
+        return TemplateResponse(request, template, context)
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        node = selectors.node_get(user=self.request.user, hostname=kwargs["hostname"])
+        nic = next((nic for nic in node.nics.all() if nic.device == kwargs["device"]), None)
+        if nic is None:
+            raise Http404(f"No NIC {kwargs['device']!r} on {node.hostname}.")
+        trace = selectors.trace_from_nic(nic)
+        uplinks_by_spine = defaultdict(list)
+        for uplink in trace.uplinks:
+            uplinks_by_spine[uplink.remote_port.switch.hostname].append(uplink)
+        context.update(
+            node=node, nic=nic, trace=trace, uplinks_by_spine=sorted(uplinks_by_spine.items())
+        )
+        return context
+
+
+class SwitchDetailView(InventoryPageMixin, TemplateView):
+    section = "switches"
+    template_name = "inventory/switch_detail.html"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        user = self.request.user
+        switch = selectors.switch_get(user=user, hostname=kwargs["hostname"])
+        behind = selectors.nodes_behind_switch(switch)
+        behind_by_port = {row.port.pk: row for row in behind}
+        # A broken-out cage shares its first lane with its first half: list the cage first.
+        ports = sorted(
+            selectors.port_list(user=user, switch=switch),
+            key=lambda port: (port.index, not port.breakout_mode, port.name),
+        )
+        rows = [(port, selectors.port_link(port), behind_by_port.get(port.pk)) for port in ports]
+        hostnames_by_rail = defaultdict(list)
+        for row in behind:
+            hostnames_by_rail[row.rail].append(row.node.hostname)
+        context.update(
+            switch=switch,
+            port_rows=rows,
+            cabled_count=sum(1 for _, link, _ in rows if link),
+            switch_link_count=sum(1 for _, link, _ in rows if link and link.port),
+            behind=behind,
+            behind_by_rail=[
+                (rail, compress_hostlist(names), len(names))
+                for rail, names in sorted(
+                    hostnames_by_rail.items(), key=lambda item: (item[0] is None, item[0] or 0)
+                )
+            ],
+            switch_panels=switch_panels(),
+        )
+        return context

@@ -1,0 +1,83 @@
+"""List pages: nodes, switches, cables, and the GPU/NIC search."""
+
+from __future__ import annotations
+
+from django.db.models import Count
+from django.template.response import TemplateResponse
+from django.views.generic import TemplateView
+
+from inventory import selectors
+from inventory.forms import CableFilterForm, HardwareSearchForm, NodeFilterForm, SwitchFilterForm
+from inventory.views.base import ALL_ROLES, FilteredListView, InventoryPageMixin, is_htmx
+from portal.errors import InvalidInput
+
+
+class NodeListView(FilteredListView):
+    section = "nodes"
+    template_name = "inventory/node_list.html"
+    results_template = "inventory/_node_results.html"
+    form_class = NodeFilterForm
+    allowed_roles = ALL_ROLES  # a tenant admin sees their allocations' nodes only
+
+    def rows(self, filters):
+        return (
+            selectors.node_list(user=self.request.user, filters=filters)
+            .annotate(gpu_count=Count("gpus"))
+            .order_by("hostname")
+        )  # an aggregate drops the model's default ordering
+
+
+class SwitchListView(FilteredListView):
+    section = "switches"
+    template_name = "inventory/switch_list.html"
+    results_template = "inventory/_switch_results.html"
+    form_class = SwitchFilterForm
+
+    def rows(self, filters):
+        return (
+            selectors.switch_list(user=self.request.user, filters=filters)
+            .annotate(port_count=Count("ports"))
+            .order_by("hostname")
+        )
+
+
+class CableListView(FilteredListView):
+    section = "cables"
+    template_name = "inventory/cable_list.html"
+    results_template = "inventory/_cable_results.html"
+    form_class = CableFilterForm
+    allowed_roles = ALL_ROLES  # a tenant admin sees the cables of their nodes only
+    paginate_by = 100
+
+    def rows(self, filters):
+        return selectors.cable_list(user=self.request.user, filters=filters)
+
+
+class HardwareSearchView(InventoryPageMixin, TemplateView):
+    """Find a GPU or NIC by what is printed on it or reported by the OS (UUID, serial, PCI bus
+    id, MAC), and the node it is in."""
+
+    template_name = "inventory/search.html"
+    results_template = "inventory/_search_results.html"
+    section = "search"
+    allowed_roles = ALL_ROLES  # within the nodes the user may see
+
+    def get(self, request, *args, **kwargs):
+        form = HardwareSearchForm(request.GET)
+        results, status = None, 200
+        if form.is_valid() and form.cleaned_data["q"]:
+            try:
+                results = selectors.hardware_search(user=request.user, query=form.cleaned_data["q"])
+            except InvalidInput as error:
+                form.add_error("q", error.detail["q"])
+                status = 400
+        elif not form.is_valid():
+            status = 400
+        htmx = is_htmx(request)
+        context = self.get_context_data(form=form, results=results, **kwargs)
+        return TemplateResponse(
+            request,
+            self.results_template if htmx else self.template_name,
+            context,
+            status=200 if htmx else status,
+        )
