@@ -418,3 +418,34 @@ def _inventory_rows() -> dict[str, Route]:
 
 
 MATRIX.update(_inventory_rows())
+
+MATRIX.update(
+    {
+        "inventory:node-list": Route((get("/inventory/", PAGE_ALL),)),
+        "inventory:cable-list": Route((get("/inventory/cables/", PAGE_ALL),)),
+        "inventory:hardware-search": Route((get("/inventory/search/?q=matrix", PAGE_ALL),)),
+        "inventory:node-detail": Route(
+            (
+                get(lambda w: f"/inventory/nodes/{w.node.hostname}/", PAGE_ALL),
+                get(
+                    lambda w: f"/inventory/nodes/{w.other_node.hostname}/",
+                    statuses(200, 200, 200, 200, 404, 302),
+                ),
+            )
+        ),
+        "inventory:nic-trace": Route(
+            (
+                get(
+                    lambda w: f"/inventory/nodes/{w.node.hostname}/nics/{w.own_nic.device}/trace/",
+                    PAGE_CLUSTER,
+                ),
+            )
+        ),
+        "inventory:switch-list": Route((get("/inventory/switches/", PAGE_CLUSTER),)),
+        "inventory:switch-detail": Route(
+            (get(lambda w: f"/inventory/switches/{w.switch.hostname}/", PAGE_CLUSTER),)
+        ),
+        "inventory:topology": Route((get("/inventory/topology/", PAGE_CLUSTER),)),
+        "inventory:validation": Route((get("/inventory/validation/", PAGE_CLUSTER),)),
+    }
+)
