@@ -6,3 +6,6 @@ class FabricConfig(AppConfig):
 
     def ready(self):
         from fabric import actions  # noqa: F401 - registers the switch Action handlers
+        from inventory.ui_panels import register_switch_panel
+
+        register_switch_panel("fabric/actions/_switch_panel.html")

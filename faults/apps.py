@@ -7,6 +7,7 @@ class FaultsConfig(AppConfig):
     def ready(self):
         from faults import services
         from faults.selectors import can_read_faults
+        from inventory.ui_panels import register_node_panel
         from jobs import hooks
         from portal.realtime import register_group_access
 
@@ -14,3 +15,4 @@ class FaultsConfig(AppConfig):
         hooks.register_resume_guard(services.open_ticket_resume_blockers)
         # The board's live group: cluster-wide roles only, never tenant admins (as the API).
         register_group_access("faults", lambda user, group: can_read_faults(user))
+        register_node_panel("faults/_node_faults_panel.html")

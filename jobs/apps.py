@@ -5,6 +5,7 @@ class JobsConfig(AppConfig):
     name = "jobs"
 
     def ready(self):
+        from inventory.ui_panels import register_node_panel
         from jobs import (
             actions,  # noqa: F401 - registers the drain and resume handlers
             reservations,  # noqa: F401 - registers the reservation handler
@@ -12,3 +13,4 @@ class JobsConfig(AppConfig):
         from jobs.realtime import register_jobs_groups
 
         register_jobs_groups()
+        register_node_panel("jobs/_node_slurm_panel.html")

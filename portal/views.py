@@ -48,7 +48,6 @@ class DashboardView(RoleRequiredMixin, TemplateView):
             tenants=selectors.tenant_list(user=user),
             readiness=readiness(),
             grid=cluster_grid(user=user),
-            node_url_prefix="/inventory/nodes/",
         )
         return context
 
