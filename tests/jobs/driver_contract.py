@@ -276,7 +276,7 @@ class SlurmDriverContract:
         self, driver, cluster, nodes, submit
     ):
         self._require_node_update()
-        job_id = submit(nodes=nodes[4:5], gpus_per_node=8, seconds=4, name="contract-drain")
+        job_id = submit(nodes=nodes[4:5], gpus_per_node=8, seconds=5, name="contract-drain")
         cluster.wait_until(lambda: cluster.job_state(job_id) == "RUNNING", f"job {job_id} to run")
 
         driver.drain([nodes[4]], "drain behind a running job")
