@@ -14,6 +14,10 @@ from portal.actions.registry import (
 
 logger = logging.getLogger(__name__)
 
+# A controller restart or failover takes minutes, not seconds: with the default backoff (5 s
+# doubling to 300 s) ten attempts keep retrying for about twenty minutes before giving up.
+SLURM_ACTION_MAX_ATTEMPTS = 10
+
 
 def _call_slurm(operation, *args) -> None:
     try:
@@ -35,7 +39,11 @@ def _refresh_node_states() -> None:
         logger.warning("could not queue a node-state sync after a drain/resume", exc_info=True)
 
 
-@register_action_handler(DRAIN_ACTION, description="Drain nodes in Slurm with the reason given.")
+@register_action_handler(
+    DRAIN_ACTION,
+    description="Drain nodes in Slurm with the reason given.",
+    max_attempts=SLURM_ACTION_MAX_ATTEMPTS,
+)
 def drain_nodes(action) -> dict:
     nodes = list(action.parameters["nodes"])
     _call_slurm(get_slurm_driver().drain, nodes, action.reason)
@@ -43,7 +51,11 @@ def drain_nodes(action) -> dict:
     return {"drained": nodes}
 
 
-@register_action_handler(RESUME_ACTION, description="Return drained nodes to service in Slurm.")
+@register_action_handler(
+    RESUME_ACTION,
+    description="Return drained nodes to service in Slurm.",
+    max_attempts=SLURM_ACTION_MAX_ATTEMPTS,
+)
 def resume_nodes(action) -> dict:
     nodes = list(action.parameters["nodes"])
     _call_slurm(get_slurm_driver().resume, nodes)

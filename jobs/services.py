@@ -29,7 +29,7 @@ def _clean_reason(reason: str) -> str:
         raise InvalidInput({"reason": ["A reason is required: Slurm shows it to everyone."]})
     if len(reason) > MAX_REASON_LENGTH:
         raise InvalidInput({"reason": [f"Use at most {MAX_REASON_LENGTH} characters."]})
-    if any(ord(character) < 32 for character in reason):
+    if any(ord(character) < 32 or ord(character) == 127 for character in reason):
         raise InvalidInput({"reason": ["Use one line of printable text."]})
     return reason
 

@@ -231,6 +231,24 @@ ACTION_HANDLER_MODULES = env_list(ENV, "ACTION_HANDLER_MODULES", [])
 # The embedded default is the simulator; a real cluster sets jobs.drivers.cli.ScontrolDriver or
 # jobs.drivers.slurmrestd.SlurmrestdDriver.
 SLURM_DRIVER = ENV.get("SLURM_DRIVER", "jobs.drivers.simulator.SimulatorDriver")
+
+# --- Slurm drivers: how the real drivers reach the controller (jobs/drivers/cli.py, slurmrestd.py)
+# CLI driver: directory of sinfo/squeue/scontrol/sacct (empty: found on PATH), the slurm.conf they
+# read (empty: Slurm's own default), and the seconds one command may take before the controller
+# counts as unavailable (an unreachable controller makes each command retry for ~10 s itself).
+SLURM_BIN_DIR = ENV.get("SLURM_BIN_DIR", "")
+SLURM_CONF = ENV.get("SLURM_CONF", "")
+SLURM_COMMAND_TIMEOUT = env_float(ENV, "SLURM_COMMAND_TIMEOUT", 30.0)
+# slurmrestd driver: base URL, the JWT user, and the token itself or a file holding it (read on
+# every request, so a rotated token is picked up without a restart).
+SLURM_REST_URL = ENV.get("SLURM_REST_URL", "http://127.0.0.1:6820")
+SLURM_REST_USER = ENV.get("SLURM_REST_USER", "")
+SLURM_REST_TOKEN = ENV.get("SLURM_REST_TOKEN", "")
+SLURM_REST_TOKEN_FILE = ENV.get("SLURM_REST_TOKEN_FILE", "")
+SLURM_REST_TIMEOUT = env_float(ENV, "SLURM_REST_TIMEOUT", 30.0)
+for _name in ("SLURM_COMMAND_TIMEOUT", "SLURM_REST_TIMEOUT"):
+    if globals()[_name] <= 0:
+        raise ConfigurationError(f"{_name} must be a positive number of seconds")
 # SONiC over SSH is the one real driver; tests may use fabric.drivers.emulated.EmulatedDriver.
 FABRIC_DRIVER = ENV.get("FABRIC_DRIVER", "fabric.drivers.ssh.SonicSshDriver")
 

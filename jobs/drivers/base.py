@@ -4,7 +4,8 @@ Implementations (chosen by dotted path in `settings.SLURM_DRIVER`):
 - `jobs.drivers.cli.ScontrolDriver`: sinfo/squeue `--json`, `scontrol -o`, `sacct -P`;
 - `jobs.drivers.slurmrestd.SlurmrestdDriver`: slurmrestd v0.0.38 with a JWT;
 - `jobs.drivers.simulator.SimulatorDriver`: the embedded demo's cluster, also used by fast tests.
-Every implementation passes the same contract tests (tests/jobs/test_driver_contract.py).
+Every implementation passes the same contract tests (tests/jobs/driver_contract.py, subclassed
+per driver, e.g. tests/jobs/test_slurm_drivers.py for the two real ones).
 Drivers return these dataclasses, never models, and raise only the errors below.
 """
 

@@ -12,7 +12,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+from inventory.hostlist import compress_hostlist
+from tests.jobs.driver_contract import ContractCluster, ObservedNode
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SLURM_UP = REPO_ROOT / "scripts" / "slurm-up"
@@ -108,3 +113,132 @@ def slurmrestd_token(info: dict, username: str = "slurmrest", lifespan: int = 60
         if line.startswith("SLURM_JWT="):
             return line.split("=", 1)[1].strip()
     raise SlurmClusterError(f"no SLURM_JWT in scontrol token output: {out!r}")
+
+
+# --- The real cluster as the driver contract's hands (tests/jobs/driver_contract.py) ----------
+
+TEST_NODES = 20  # enough for the contract (8) and a 16-node bulk drain; cheap to start (~2 s)
+MIN_TEST_NODES = 16
+_session: dict = {"cluster": None, "users": 0, "started_here": False}
+
+
+def acquire_test_cluster() -> RealSlurmCluster:
+    """The running test cluster, started (20 nodes) if need be. Pair with release_test_cluster();
+    the last release stops a cluster this process started, unless SLURM_TEST_KEEP_CLUSTER=1."""
+    import pytest
+
+    if os.geteuid() != 0:
+        pytest.fail("the Slurm test cluster needs root (apt-get, mknod, SlurmUser=root)")
+    if _session["cluster"] is None:
+        _session["started_here"] = not controller_running()
+        info = ensure_slurm_cluster(nodes=TEST_NODES)
+        if info["nodes"] < MIN_TEST_NODES:
+            pytest.fail(
+                f"a {info['nodes']}-node test cluster is up; these tests need {MIN_TEST_NODES}: "
+                "run scripts/slurm-down first"
+            )
+        _session["cluster"] = RealSlurmCluster(info)
+    _session["users"] += 1
+    return _session["cluster"]
+
+
+def release_test_cluster() -> None:
+    _session["users"] -= 1
+    if _session["users"] > 0 or _session["cluster"] is None:
+        return
+    _session["cluster"] = None
+    if _session["started_here"] and os.environ.get("SLURM_TEST_KEEP_CLUSTER") != "1":
+        stop_slurm_cluster()
+
+
+class RealSlurmCluster(ContractCluster):
+    """ContractCluster for the real test cluster: everything through the Slurm CLI directly,
+    never through a portal driver, so a driver is checked against what Slurm really did."""
+
+    gpus_per_node = 8
+    wait_timeout = 60.0
+
+    def __init__(self, info: dict):
+        self.info = info
+        self.conf = info["conf"]
+        self.env = slurm_env(info)
+        self.job_dir = state_dir() / "test-jobs"
+        self.job_dir.mkdir(parents=True, exist_ok=True)
+
+    def node_names(self) -> list[str]:
+        return [f"gpu{i:03d}" for i in range(1, self.info["nodes"] + 1)]
+
+    def run(
+        self, *argv: str, check: bool = True, timeout: float = 60
+    ) -> subprocess.CompletedProcess:
+        proc = subprocess.run(
+            list(argv), env=self.env, capture_output=True, text=True, timeout=timeout, check=False
+        )
+        if check and proc.returncode != 0:
+            raise SlurmClusterError(
+                f"{argv} exited {proc.returncode}\nstdout: {proc.stdout}\nstderr: {proc.stderr}"
+            )
+        return proc
+
+    def submit_job(
+        self,
+        *,
+        nodes,
+        gpus_per_node: int,
+        seconds: float,
+        exit_code: int = 0,
+        name: str = "contract",
+    ) -> str:
+        out = self.run(
+            "sbatch",
+            "--parsable",
+            f"--chdir={self.job_dir}",
+            f"--output={self.job_dir}/slurm-%j.out",
+            f"--job-name={name}",
+            f"--nodes={len(nodes)}",
+            f"--nodelist={compress_hostlist(nodes)}",
+            f"--gres=gpu:{gpus_per_node}",
+            "--wrap",
+            f"sleep {seconds:g}; exit {int(exit_code)}",
+        ).stdout.strip()
+        job_id = out.split(";")[0]
+        if not job_id.isdigit():
+            raise SlurmClusterError(f"sbatch printed {out!r}")
+        return job_id
+
+    def job_state(self, job_id: str) -> str:
+        return self.run("squeue", "-h", "-j", job_id, "-o", "%T", check=False).stdout.strip()
+
+    def cancel_jobs(self, job_ids) -> None:
+        if job_ids:
+            self.run("scancel", *job_ids, check=False)
+
+    def sinfo_nodes(self) -> dict[str, dict]:
+        return {
+            node["name"]: node for node in json.loads(self.run("sinfo", "--json").stdout)["nodes"]
+        }
+
+    def observe_node(self, name: str):
+        node = self.sinfo_nodes()[name]
+        return ObservedNode(frozenset(node["state_flags"]), node["reason"])
+
+    def restore_nodes(self, names) -> None:
+        nodes = self.sinfo_nodes()
+        drained = [name for name in names if "DRAIN" in nodes[name]["state_flags"]]
+        if drained:
+            # 22.05 may exit 1 ("Invalid node state") and still resume: not checked here.
+            self.run(
+                "scontrol",
+                "update",
+                f"NodeName={compress_hostlist(drained)}",
+                "State=RESUME",
+                check=False,
+            )
+
+    @contextmanager
+    def controller_down(self) -> Iterator[None]:
+        stop_controller()
+        try:
+            yield
+        finally:
+            start_controller()

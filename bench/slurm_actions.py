@@ -1,0 +1,315 @@
+"""Drain latency through the portal's Action pipeline against the real Slurm 22.05 test cluster,
+compared with a bare `scontrol update` in the same run.
+
+    .venv/bin/python bench/slurm_actions.py [--iterations 30] [--keep-cluster]
+
+Portal path, per sample: jobs.services.request_drain() (Action row + audit + event, task sent on
+commit) -> Redis -> a real Celery worker -> the CLI driver (`scontrol -o show node` check, then
+`scontrol update`) -> slurmctld, until `sinfo` shows the node drained. Bare path: `scontrol
+update ... State=DRAIN` from this process, until `sinfo` shows the same. Both are detected by the
+same `sinfo` poll and alternate on the same nodes; after each sample the node is resumed by hand
+and left to settle. Prints one JSON document (milliseconds).
+
+Needs root and MariaDB (scripts/slurm-up starts the cluster if it is not up, and this script
+stops it again unless it was already running or --keep-cluster), PostgreSQL at DATABASE_URL's
+server (default postgresql://postgres@127.0.0.1:5432/; the database `portal_bench_slurm` is
+created and dropped) and Redis at REDIS_URL (default redis://127.0.0.1:6379/14). The worker runs
+in its own process group and is killed when the run ends, however it ends.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SLURM_UP = ROOT / "scripts" / "slurm-up"
+SLURM_DOWN = ROOT / "scripts" / "slurm-down"
+DEFAULT_SERVER = "postgresql://postgres@127.0.0.1:5432/"
+DEFAULT_REDIS = "redis://127.0.0.1:6379/14"
+CLUSTER_NODES = 20
+TARGET_OVERHEAD_RATIO = 2.0
+SAMPLE_TIMEOUT_S = 30.0
+
+
+def database_url(name: str) -> str:
+    base = urllib.parse.urlsplit(os.environ.get("DATABASE_URL") or DEFAULT_SERVER)
+    return urllib.parse.urlunsplit((base.scheme, base.netloc, f"/{name}", "", ""))
+
+
+def _admin(url: str):
+    import psycopg
+
+    parts = urllib.parse.urlsplit(url)
+    admin = urllib.parse.urlunsplit((parts.scheme, parts.netloc, "/postgres", "", ""))
+    return psycopg.connect(admin, autocommit=True), parts.path.lstrip("/")
+
+
+def recreate_database(url: str) -> None:
+    connection, name = _admin(url)
+    with connection:
+        connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        connection.execute(f'CREATE DATABASE "{name}"')
+
+
+def drop_database(url: str) -> None:
+    connection, name = _admin(url)
+    with connection:
+        connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def controller_running(state_dir: Path) -> bool:
+    try:
+        pid = int((state_dir / "run" / "slurmctld.pid").read_text().strip())
+        return Path(f"/proc/{pid}/comm").read_text().strip() == "slurmctld"
+    except (OSError, ValueError):
+        return False
+
+
+def slurm_up() -> dict:
+    proc = subprocess.run(
+        [str(SLURM_UP)],
+        env={**os.environ, "SLURM_TEST_NODES": str(CLUSTER_NODES)},
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"scripts/slurm-up failed:\n{proc.stderr[-4000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+class Slurm:
+    """Slurm's own clients for the bare path and for observing, with the cluster's SLURM_CONF."""
+
+    def __init__(self, conf: str):
+        self.env = {**os.environ, "SLURM_CONF": conf}
+
+    def run(self, *argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            list(argv), env=self.env, capture_output=True, text=True, timeout=60, check=False
+        )
+
+    def short_state(self, node: str) -> str:
+        """sinfo's compact state: idle, drain (drained), drng (draining), idle* (not responding)."""
+        return self.run("sinfo", "-h", "-N", "-p", "gpu", "-n", node, "-o", "%t").stdout.strip()
+
+    def wait_for(self, node: str, predicate, what: str) -> None:
+        deadline = time.monotonic() + SAMPLE_TIMEOUT_S
+        while not predicate(self.short_state(node)):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{node}: timed out waiting for {what}")
+
+    def drain(self, node: str, reason: str) -> None:
+        result = self.run(
+            "scontrol", "update", f"NodeName={node}", "State=DRAIN", f'Reason="{reason}"'
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"scontrol update failed: {result.stderr}")
+
+    def restore(self, node: str) -> None:
+        self.run("scontrol", "update", f"NodeName={node}", "State=RESUME")
+        self.wait_for(node, lambda state: state == "idle", "idle after resume")
+
+
+class Worker:
+    """`celery worker` against the bench database, in its own process group."""
+
+    def __init__(self):
+        log_fd, log_name = tempfile.mkstemp(prefix="bench-slurm-worker-", suffix=".log")
+        self.log_path = Path(log_name)
+        self.process = subprocess.Popen(
+            [
+                sys.executable, "-m", "celery", "-A", "portal", "worker",
+                "-Q", "default,actions,periodic", "--pool", "prefork", "--concurrency", "1",
+                "--without-gossip", "--without-mingle", "--without-heartbeat",
+                "-n", "bench@%h", "--loglevel", "INFO",  # INFO: the " ready." line
+            ],
+            cwd=ROOT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", "LOG_LEVEL": "WARNING"},
+            stdout=log_fd,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+        os.close(log_fd)
+
+    def wait_until_ready(self, timeout: float = 90) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"worker exited:\n{self.log_path.read_text()}")
+            if " ready." in self.log_path.read_text(errors="replace"):
+                return
+            time.sleep(0.1)
+        raise RuntimeError(f"worker not ready after {timeout}s")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=10)
+        self.log_path.unlink(missing_ok=True)
+
+
+def percentiles(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return {
+        "p50_ms": round(statistics.median(ordered), 2),
+        "p95_ms": round(p95, 2),
+        "min_ms": round(ordered[0], 2),
+        "max_ms": round(ordered[-1], 2),
+        "n": len(ordered),
+    }
+
+
+def timed_drain(slurm: Slurm, node: str, start_drain) -> float:
+    """Milliseconds from start_drain() until sinfo shows the node drained."""
+    started = time.perf_counter()
+    start_drain()
+    slurm.wait_for(node, lambda state: state.startswith("drain"), "DRAIN")
+    return (time.perf_counter() - started) * 1000
+
+
+def run(iterations: int, warmup: int, rotation: int, slurm: Slurm) -> dict:
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.db import connections
+
+    call_command("migrate", verbosity=0)
+    from inventory.models import Node
+    from jobs.services import request_drain
+    from portal.celery import app
+    from portal.models import Action, ActionStatus
+
+    names = [f"gpu{i:03d}" for i in range(1, rotation + 1)]
+    nodes = {node.hostname: node for node in Node.objects.bulk_create(
+        [Node(hostname=name) for name in names]
+    )}  # fmt: skip
+    app.control.purge()
+    connections.close_all()
+    for name in names:
+        slurm.restore(name)
+
+    worker = Worker()
+    try:
+        worker.wait_until_ready()
+        portal, bare, actions = [], [], []
+        for sample in range(warmup + iterations):
+            name = names[sample % rotation]
+            reason = f"bench sample {sample}"
+            holder = {}
+
+            def through_portal(name=name, reason=reason, holder=holder):
+                holder["action"], _ = request_drain(nodes=[nodes[name]], reason=reason)
+
+            portal_ms = timed_drain(slurm, name, through_portal)
+            action = holder["action"]
+            deadline = time.monotonic() + SAMPLE_TIMEOUT_S
+            while action.status != ActionStatus.SUCCEEDED and time.monotonic() < deadline:
+                time.sleep(0.01)
+                action.refresh_from_db()
+            if action.status != ActionStatus.SUCCEEDED:
+                raise RuntimeError(f"Action #{action.pk} is {action.status}: {action.last_error}")
+            slurm.restore(name)
+            bare_ms = timed_drain(slurm, name, lambda name=name: slurm.drain(name, "bench bare"))
+            slurm.restore(name)
+            if sample >= warmup:
+                portal.append(portal_ms)
+                bare.append(bare_ms)
+                actions.append(action.pk)
+        rows = Action.objects.filter(pk__in=actions)
+        queue_wait = [(a.started_at - a.created_at).total_seconds() * 1000 for a in rows]
+        in_worker = [(a.finished_at - a.started_at).total_seconds() * 1000 for a in rows]
+        attempts = sorted({a.attempts for a in rows})
+    finally:
+        worker.stop()
+        connections.close_all()
+    portal_stats, bare_stats = percentiles(portal), percentiles(bare)
+    return {
+        "portal_drain": portal_stats,
+        "bare_scontrol_drain": bare_stats,
+        "portal_over_bare_p50": round(portal_stats["p50_ms"] / bare_stats["p50_ms"], 2),
+        "portal_over_bare_p95": round(portal_stats["p95_ms"] / bare_stats["p95_ms"], 2),
+        "portal_breakdown": {
+            "created_to_claimed": percentiles(queue_wait),
+            "claimed_to_finished": percentiles(in_worker),
+            "attempts_per_action": attempts,
+        },
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--iterations", type=int, default=30, help="timed samples per path")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed samples first")
+    parser.add_argument("--rotation", type=int, default=8, help="nodes the samples rotate over")
+    parser.add_argument("--database", default="portal_bench_slurm")
+    parser.add_argument("--keep-cluster", action="store_true")
+    args = parser.parse_args()
+    if not args.database.startswith("portal_bench"):
+        parser.error("--database must start with portal_bench (it is dropped afterwards)")
+    if not 1 <= args.rotation <= CLUSTER_NODES or args.iterations < 1 or args.warmup < 0:
+        parser.error(f"--iterations >= 1, --warmup >= 0, --rotation 1..{CLUSTER_NODES}")
+
+    state_dir = Path(os.environ.get("SLURM_TEST_DIR", "/tmp/portal-slurm"))
+    was_running = controller_running(state_dir)
+    info = slurm_up()
+    url = database_url(args.database)
+    os.environ.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "portal.settings",
+            "DATABASE_URL": url,
+            "REDIS_URL": os.environ.get("REDIS_URL") or DEFAULT_REDIS,
+            "SLURM_DRIVER": "jobs.drivers.cli.ScontrolDriver",
+            "SLURM_CONF": info["conf"],
+            "LOG_LEVEL": "WARNING",
+        }
+    )
+    sys.path.insert(0, str(ROOT))
+    slurm = Slurm(info["conf"])
+    recreate_database(url)
+    started = time.monotonic()
+    load_before = [round(value, 2) for value in os.getloadavg()]
+    try:
+        results = run(args.iterations, args.warmup, args.rotation, slurm)
+    finally:
+        drop_database(url)
+        if not was_running and not args.keep_cluster:
+            subprocess.run([str(SLURM_DOWN)], capture_output=True, timeout=300, check=False)
+    report = {
+        "benchmark": "slurm_actions",
+        "what": "drain latency: request -> sinfo shows DRAIN, real slurmctld (Slurm 22.05)",
+        "portal_entry": "jobs.services.request_drain (the API view's service call)",
+        "cluster_nodes": info["nodes"],
+        "iterations": args.iterations,
+        **results,
+        "target": {
+            "portal_over_bare_p50_max": TARGET_OVERHEAD_RATIO,
+            "met": results["portal_over_bare_p50"] <= TARGET_OVERHEAD_RATIO,
+        },
+        "wall_s": round(time.monotonic() - started, 1),
+        # Latencies here are mostly process starts and scheduling: read them with the load.
+        "cpu_count": os.cpu_count(),
+        "load_average_1_5_15_before": load_before,
+    }
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

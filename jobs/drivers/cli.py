@@ -1,0 +1,297 @@
+"""Slurm through its own command-line clients, the way an administrator would.
+
+    sinfo --json / squeue --json        node and job state (OpenAPI v0.0.38 documents)
+    scontrol -o show node <hostlist>    which named nodes exist, and their state flags
+    scontrol update NodeName=<hostlist> State=DRAIN|RESUME ...      one call per request
+    sacct -P -X -o <SACCT_FORMAT>       accounting (`sacct --json` loses exit codes in 22.05)
+    scontrol ping                       is the controller up
+
+Every command is an argv list run without a shell, with a timeout, SLURM_CONF from settings and
+TZ=UTC (sacct prints local times without a zone). Quirks of Slurm 22.05 handled here (measured,
+see SLURM-NOTES.md):
+- an update naming an unknown node still changes the known ones, so names are checked first
+  and an unknown name rejects the whole request before anything changes;
+- RESUME exits 1 with "Invalid node state specified" when some named node was not drained (or
+  has no slurmd) although the drains were cleared: success when no named node is still drained;
+- scontrol strips one leading and one trailing '"' from Reason=, so the reason is sent wrapped in
+  quotes and arrives verbatim;
+- `sinfo --json` ignores -n and reports "Unspecified error" inside a document it exits 0 with
+  when the controller is gone: nodes are filtered here and document errors raised.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import re
+import shlex
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from inventory.hostlist import compress_hostlist
+from jobs.drivers.base import (
+    FinishedJob,
+    SlurmDriver,
+    SlurmError,
+    SlurmJob,
+    SlurmNodeState,
+    SlurmRejected,
+    SlurmUnavailable,
+)
+from jobs.drivers.openapi38 import (
+    ACTIVE_JOB_STATES,
+    check_errors,
+    parse_jobs,
+    parse_nodes,
+    select_nodes,
+)
+from jobs.drivers.sacct import SACCT_FORMAT, parse_sacct
+from jobs.drivers.validation import checked_node_names, checked_reason
+from portal.errors import InvalidInput
+
+logger = logging.getLogger(__name__)
+
+# What Slurm clients print when slurmctld (or slurmdbd, for sacct) cannot be reached.
+_UNREACHABLE = re.compile(
+    r"Unable to contact slurm controller|connect failure|Connection refused|Socket timed out"
+    r"|Zero Bytes were transmitted|Communication connection failure|Transport endpoint"
+    r"|Problem talking to the database|Unable to connect to database",
+    re.IGNORECASE,
+)
+INVALID_NODE_STATE = "Invalid node state specified"
+_NODE_NOT_FOUND = re.compile(r"^Node (\S+) not found$")
+_NODE_NAME = re.compile(r"(?:^|\s)NodeName=(\S+)")
+_NODE_STATE = re.compile(r"(?:^|\s)State=(\S+)")
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def command(self) -> str:
+        """The command as a person would type it (for messages only; nothing runs it)."""
+        return shlex.join([Path(self.argv[0]).name, *self.argv[1:]])
+
+    @property
+    def message(self) -> str:
+        return self.stderr.strip() or self.stdout.strip() or f"exit status {self.returncode}"
+
+
+class ScontrolDriver(SlurmDriver):
+    """The CLI driver. Arguments override settings (tests use a short timeout)."""
+
+    def __init__(
+        self,
+        *,
+        bin_dir: str | None = None,
+        conf: str | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        self.bin_dir = settings.SLURM_BIN_DIR if bin_dir is None else bin_dir
+        self.conf = settings.SLURM_CONF if conf is None else conf
+        self.timeout = float(settings.SLURM_COMMAND_TIMEOUT if timeout is None else timeout)
+
+    # --- reads --------------------------------------------------------------------------------
+
+    def ping(self) -> None:
+        result = self._run("scontrol", "ping")
+        if result.returncode != 0 or " is UP" not in result.stdout:
+            first_line = result.message.splitlines()[0]
+            raise SlurmUnavailable(f"slurmctld is not answering: {first_line}")
+
+    def nodes(self, names: Sequence[str] | None = None) -> list[SlurmNodeState]:
+        wanted = None if names is None else checked_node_names(names, allow_empty=True)
+        return select_nodes(parse_nodes(self._json("sinfo", "--json")), wanted)
+
+    def jobs(self) -> list[SlurmJob]:
+        return parse_jobs(self._json("squeue", "--json"))
+
+    def accounting(self, since: datetime, until: datetime | None = None) -> list[FinishedJob]:
+        since_utc = _as_utc(since)
+        until_utc = _as_utc(until) if until is not None else None
+        # -S selects jobs that existed at any time after `since`, which includes every job that
+        # ended in the window; the exact window is applied below on the end time.
+        args = ["-P", "-n", "-X", "-a", "-o", SACCT_FORMAT, "-S", _slurm_time(since_utc)]
+        if until_utc is not None:
+            args += ["-E", _slurm_time(until_utc, round_up=True)]
+        result = self._run("sacct", *args)
+        if result.returncode != 0:
+            raise self._error(result)
+        try:
+            jobs = parse_sacct(result.stdout)
+        except InvalidInput as error:
+            raise SlurmError(f"{result.command} printed unreadable output: {error}") from error
+        # sacct has whole seconds: a job that ended in the same second as `since` is included.
+        floor = since_utc.replace(microsecond=0)
+        finished = [
+            job
+            for job in jobs
+            if job.end_time is not None
+            and job.state not in ACTIVE_JOB_STATES
+            and floor <= job.end_time
+            and (until_utc is None or job.end_time < until_utc)
+        ]
+        return sorted(finished, key=lambda job: (job.end_time, _numeric_id(job.job_id)))
+
+    # --- writes -------------------------------------------------------------------------------
+
+    def drain(self, names: Sequence[str], reason: str) -> None:
+        hostlist = compress_hostlist(checked_node_names(names))
+        reason = checked_reason(reason)
+        self._node_flags(hostlist)  # rejects unknown names before anything changes
+        # scontrol strips one '"' from each end of the value: wrap it so it arrives verbatim.
+        result = self._run(
+            "scontrol", "update", f"NodeName={hostlist}", "State=DRAIN", f'Reason="{reason}"'
+        )
+        if result.returncode != 0:
+            raise self._error(result)
+
+    def resume(self, names: Sequence[str]) -> None:
+        hostlist = compress_hostlist(checked_node_names(names))
+        self._node_flags(hostlist)
+        result = self._run("scontrol", "update", f"NodeName={hostlist}", "State=RESUME")
+        if result.returncode == 0:
+            return
+        if INVALID_NODE_STATE not in result.message:
+            raise self._error(result)
+        # Slurm 22.05 says this for every named node that was not drained (or has no slurmd)
+        # but still clears the drains: what counts is whether any node is still drained.
+        still_drained = sorted(
+            name for name, flags in self._node_flags(hostlist).items() if "DRAIN" in flags
+        )
+        if still_drained:
+            raise SlurmRejected(
+                f"{result.command}: {result.message}; still drained: "
+                f"{compress_hostlist(still_drained)}"
+            )
+        logger.info(
+            "resume of %s: %r ignored, no node is drained any more", hostlist, result.message
+        )
+
+    # --- internals ----------------------------------------------------------------------------
+
+    def _node_flags(self, hostlist: str) -> dict[str, set[str]]:
+        """{name: state words} of the named nodes; SlurmRejected names those Slurm lacks."""
+        result = self._run("scontrol", "-o", "show", "node", hostlist)
+        flags: dict[str, set[str]] = {}
+        unknown: list[str] = []
+        for line in result.stdout.splitlines():
+            line = line.strip()
+            missing = _NODE_NOT_FOUND.match(line)
+            if missing:
+                unknown.append(missing.group(1))
+                continue
+            name, state = _NODE_NAME.search(line), _NODE_STATE.search(line)
+            if name and state:
+                words = state.group(1).split("+")
+                flags[name.group(1)] = {word.rstrip("*~#!%$@^-") for word in words}
+        if unknown:
+            raise SlurmRejected(
+                f"Slurm does not know node(s) {compress_hostlist(unknown)} "
+                f"(scontrol: Node {unknown[0]} not found); nothing was changed"
+            )
+        if result.returncode != 0 or not flags:
+            raise self._error(result)
+        return flags
+
+    def _json(self, program: str, *args: str) -> dict[str, Any]:
+        result = self._run(program, *args)
+        if result.returncode != 0:
+            raise self._error(result)
+        try:
+            document = json.loads(result.stdout)
+        except json.JSONDecodeError as error:
+            raise SlurmError(f"{result.command} printed no JSON: {result.message[:200]}") from error
+        try:
+            check_errors(document, result.command)
+        except SlurmUnavailable as error:
+            # Without a controller the document only says "Unspecified error": say why.
+            if self._controller_down():
+                raise SlurmUnavailable(f"slurmctld is not answering ({error})") from error
+            raise
+        return document
+
+    def _controller_down(self) -> bool:
+        try:
+            self.ping()
+        except SlurmUnavailable:
+            return True
+        return False
+
+    def _error(self, result: CommandResult) -> SlurmError:
+        """Slurm's own message, as "unreachable" (worth retrying) or "refused" (not)."""
+        text = f"{result.command}: {result.message}"
+        if _UNREACHABLE.search(result.message):
+            return SlurmUnavailable(text)
+        return SlurmRejected(text)
+
+    def _executable(self, program: str) -> str:
+        return str(Path(self.bin_dir) / program) if self.bin_dir else program
+
+    def _environment(self) -> dict[str, str]:
+        environment = {**os.environ, "TZ": "UTC"}
+        if self.conf:
+            environment["SLURM_CONF"] = self.conf
+        return environment
+
+    def _run(self, program: str, *args: str) -> CommandResult:
+        argv = (self._executable(program), *args)
+        started = time.monotonic()
+        try:
+            completed = subprocess.run(  # an argv list, never a shell
+                argv,
+                capture_output=True,
+                text=True,
+                timeout=self.timeout,
+                env=self._environment(),
+                stdin=subprocess.DEVNULL,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as error:
+            raise SlurmUnavailable(
+                f"{shlex.join([program, *args[:2]])} did not finish within {self.timeout:g}s "
+                "(controller unreachable or overloaded)"
+            ) from error
+        except OSError as error:
+            raise SlurmUnavailable(
+                f"cannot run {argv[0]}: {error.strerror or error} "
+                "(is the Slurm client installed? see SLURM_BIN_DIR)"
+            ) from error
+        result = CommandResult(argv, completed.returncode, completed.stdout, completed.stderr)
+        logger.info(
+            "slurm command: %s -> exit %d in %.3fs",
+            result.command,
+            result.returncode,
+            time.monotonic() - started,
+        )
+        return result
+
+
+def _as_utc(moment: datetime) -> datetime:
+    """Naive datetimes are taken as UTC (the portal stores aware UTC times)."""
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def _slurm_time(moment: datetime, *, round_up: bool = False) -> str:
+    """Slurm's time syntax, in UTC (the commands run with TZ=UTC), to whole seconds."""
+    if round_up and moment.microsecond:
+        moment = moment.replace(microsecond=0) + timedelta(seconds=1)
+    return moment.replace(microsecond=0, tzinfo=None).isoformat()
+
+
+def _numeric_id(job_id: str) -> float:
+    head = job_id.split("_", 1)[0]
+    return int(head) if head.isdigit() else math.inf
