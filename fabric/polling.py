@@ -1,0 +1,416 @@
+"""Counter polling (writes): ask every switch for its ports and counters, concurrently with a
+bound, then store the latest sample per port, rates from the previous sample, one history slot
+per port, and each switch's poll state; publish a compact "fabric" event on commit.
+
+Switches are read in a thread pool without touching the database (drivers are plain I/O); the
+results are written in one transaction by the calling thread. An unreachable switch records its
+error and keeps its last-seen time; the others are stored as usual.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from fabric.drivers.base import (
+    CounterSnapshot,
+    FabricError,
+    PortCounters,
+    PortStatus,
+    SwitchTarget,
+    get_fabric_driver,
+)
+from fabric.models import PortCounterHistory, PortCounterLatest, SwitchPollState
+from inventory.models import Switch, SwitchPort
+from portal.realtime import publish
+
+logger = logging.getLogger(__name__)
+
+COUNTER_WRAP = 2**64  # SAI counters are unsigned 64-bit
+FABRIC_GROUP = "fabric"
+
+
+def switch_target(switch: Switch) -> SwitchTarget:
+    """How to reach an inventory switch."""
+    return SwitchTarget(
+        hostname=switch.hostname,
+        address=switch.management_address or switch.hostname,
+        credentials_ref=switch.credentials_ref,
+    )
+
+
+@dataclass
+class SwitchReading:
+    """What one poll of one switch returned (or why it did not)."""
+
+    hostname: str
+    ports: list[PortStatus] = field(default_factory=list)
+    snapshot: CounterSnapshot | None = None
+    error: str = ""
+    seconds: float = 0.0
+
+
+def read_switch(target: SwitchTarget) -> SwitchReading:
+    """Ports and counters of one switch; any driver error is captured, never raised."""
+    started = time.monotonic()
+    driver = get_fabric_driver(target)
+    try:
+        ports = driver.ports()
+        snapshot = driver.counters()
+        return SwitchReading(target.hostname, ports, snapshot,
+                             seconds=time.monotonic() - started)
+    except FabricError as error:
+        return SwitchReading(target.hostname, error=str(error) or type(error).__name__,
+                             seconds=time.monotonic() - started)
+    except Exception as error:  # a driver bug on one switch must not stop the others
+        logger.exception("polling %s failed", target.hostname)
+        return SwitchReading(target.hostname, error=f"{type(error).__name__}: {error}",
+                             seconds=time.monotonic() - started)
+    finally:
+        try:
+            driver.close()
+        except Exception:
+            logger.debug("closing the driver of %s failed", target.hostname, exc_info=True)
+
+
+def read_switches(targets: list[SwitchTarget], concurrency: int | None = None) -> list[SwitchReading]:
+    """Read every target with at most `concurrency` (FABRIC_POLL_CONCURRENCY) at a time."""
+    if not targets:
+        return []
+    workers = max(1, min(concurrency or settings.FABRIC_POLL_CONCURRENCY, len(targets)))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fabric-poll") as pool:
+        return list(pool.map(read_switch, targets))
+
+
+# -- rates ---------------------------------------------------------------------------------------
+
+
+def counter_delta(previous: int, current: int) -> tuple[int, bool]:
+    """How far a cumulative counter moved, and whether it went backwards.
+
+    A counter close to 2**64 that comes back small wrapped; any other step backwards is a reset
+    (a reboot or `sonic-clear counters`), after which the counter counted up from zero.
+    """
+    if current >= previous:
+        return current - previous, False
+    if previous > COUNTER_WRAP - 2**62:
+        return current + COUNTER_WRAP - previous, False
+    return current, True
+
+
+@dataclass(frozen=True)
+class PortRates:
+    in_bytes_per_second: float
+    out_bytes_per_second: float
+    pfc_rx_rates: list[float]
+    pfc_tx_rates: list[float]
+    ecn_marked_per_second: float
+    counter_reset: bool
+
+
+def _as_list(values: dict[int, int], length: int = 8) -> list[int]:
+    return [int(values.get(index, 0)) for index in range(length)]
+
+
+def compute_rates(
+    previous: PortCounterLatest, current: PortCounters, seconds: float
+) -> PortRates | None:
+    """Rates between the stored sample and a new one; None when no time has passed."""
+    if seconds <= 0:
+        return None
+    reset = False
+
+    def rate(before, after) -> float:
+        nonlocal reset
+        delta, went_back = counter_delta(int(before), int(after))
+        reset = reset or went_back
+        return delta / seconds
+
+    def rates(before: list, after: list[int]) -> list[float]:
+        before = list(before) + [0] * (len(after) - len(before))
+        return [rate(b, a) for b, a in zip(before, after, strict=False)]
+
+    in_rate = rate(previous.in_octets, current.in_octets)
+    out_rate = rate(previous.out_octets, current.out_octets)
+    pfc_rx = rates(previous.pfc_rx, _as_list(current.pfc_rx))
+    pfc_tx = rates(previous.pfc_tx, _as_list(current.pfc_tx))
+    ecn = sum(rates(previous.ecn_marked, _as_list(current.ecn_marked)))
+    return PortRates(in_rate, out_rate, pfc_rx, pfc_tx, ecn, reset)
+
+
+# -- history -------------------------------------------------------------------------------------
+
+
+def history_slots() -> int:
+    return max(1, settings.FABRIC_HISTORY_SECONDS // settings.FABRIC_HISTORY_RESOLUTION_SECONDS)
+
+
+def history_slot(moment: datetime) -> tuple[int, datetime]:
+    """The ring-buffer slot of a moment and the start of its bucket."""
+    resolution = settings.FABRIC_HISTORY_RESOLUTION_SECONDS
+    bucket = int(moment.timestamp()) // resolution
+    start = datetime.fromtimestamp(bucket * resolution, tz=UTC)
+    return bucket % history_slots(), start
+
+
+def prune_history(now: datetime | None = None) -> int:
+    """Delete history older than FABRIC_HISTORY_SECONDS (rows of ports no longer polled, which
+    the ring would otherwise keep). Returns the number of rows deleted."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=settings.FABRIC_HISTORY_SECONDS)
+    deleted, _ = PortCounterHistory.objects.filter(bucket_start__lt=cutoff).delete()
+    return deleted
+
+
+# -- storing a poll ------------------------------------------------------------------------------
+
+
+@dataclass
+class PollResult:
+    polled_at: datetime
+    switches: int = 0
+    failed: list[str] = field(default_factory=list)
+    ports: int = 0
+    seconds: float = 0.0
+    read_seconds: float = 0.0
+    pruned: int = 0
+
+    def as_dict(self) -> dict:
+        return {
+            "polled_at": self.polled_at.isoformat(),
+            "switches": self.switches,
+            "failed": self.failed,
+            "ports": self.ports,
+            "seconds": round(self.seconds, 3),
+            "read_seconds": round(self.read_seconds, 3),
+            "pruned": self.pruned,
+        }
+
+
+def poll_fabric(*, switches: list[Switch] | None = None, concurrency: int | None = None) -> PollResult:
+    """Poll every inventory switch (or `switches`) once and store the results."""
+    started = time.monotonic()
+    polled_at = timezone.now()
+    switches = list(switches if switches is not None else Switch.objects.order_by("hostname"))
+    readings = read_switches([switch_target(switch) for switch in switches], concurrency)
+    read_seconds = time.monotonic() - started
+    result = PollResult(polled_at=polled_at, switches=len(switches), read_seconds=read_seconds)
+    with transaction.atomic():
+        summaries = store_readings(switches, readings, polled_at, result)
+        # Prune against the switches' clock: samples carry the time the switch reported.
+        newest = max((r.snapshot.taken_at for r in readings if r.snapshot), default=polled_at)
+        result.pruned = prune_history(newest)
+        publish(FABRIC_GROUP, "fabric.poll", {
+            "polled_at": polled_at, "switches": summaries,
+        })
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def _status_letter(admin_up: bool, oper_up: bool) -> str:
+    """U up, D down (admin up, no link), X administratively shut."""
+    if not admin_up:
+        return "X"
+    return "U" if oper_up else "D"
+
+
+def store_readings(
+    switches: list[Switch], readings: list[SwitchReading], polled_at: datetime, result: PollResult
+) -> dict[str, dict]:
+    """Write latest counters, rates, history and poll state; return the per-switch summary the
+    "fabric" event carries."""
+    by_switch = {switch.hostname: switch for switch in switches}
+    states = {
+        state.switch_id: state
+        for state in SwitchPollState.objects.filter(switch__in=switches)
+    }
+    ok_ids = [by_switch[r.hostname].pk for r in readings if not r.error]
+    inventory_ports = {
+        (port.switch_id, port.name): port
+        for port in SwitchPort.objects.filter(switch_id__in=ok_ids, breakout_mode="")
+        .only("id", "switch_id", "name", "admin_status", "oper_status", "last_seen_at")
+    }
+    latest = {
+        row.port_id: row
+        for row in PortCounterLatest.objects.filter(port__switch_id__in=ok_ids)
+    }
+    new_latest: list[PortCounterLatest] = []
+    history: list[PortCounterHistory] = []
+    changed_ports: list[SwitchPort] = []
+    summaries: dict[str, dict] = {}
+    for reading in readings:
+        switch = by_switch[reading.hostname]
+        state = states.get(switch.pk) or SwitchPollState(switch=switch)
+        state.last_polled_at = polled_at
+        state.poll_seconds = reading.seconds
+        if reading.error:
+            state.last_error = reading.error[:2000]
+            state.consecutive_failures += 1
+            states[switch.pk] = state
+            result.failed.append(reading.hostname)
+            summaries[reading.hostname] = {"ok": False, "error": state.last_error[:200]}
+            continue
+        taken_at = reading.snapshot.taken_at
+        slot, bucket_start = history_slot(taken_at)
+        statuses = {port.name: port for port in reading.ports}
+        port_codes: dict[str, str] = {}
+        totals = {"in": 0.0, "out": 0.0, "pfc": 0.0, "ecn": 0.0}
+        utilizations: list[float] = []
+        for counters in reading.snapshot.ports:
+            port = inventory_ports.get((switch.pk, counters.name))
+            status = statuses.get(counters.name)
+            if port is None or status is None:
+                continue  # the switch has ports the inventory does not list (e.g. management)
+            previous = latest.get(port.pk)
+            row = _latest_row(port, status, counters, taken_at, previous)
+            new_latest.append(row)
+            result.ports += 1
+            letter = _status_letter(status.admin_up, status.oper_up)
+            percent = round((row.utilization or 0) * 100)
+            port_codes[port.name] = f"{letter}{percent}"
+            if row.in_bytes_per_second is not None:
+                totals["in"] += row.in_bytes_per_second
+                totals["out"] += row.out_bytes_per_second
+                totals["pfc"] += sum(row.pfc_rx_rates) + sum(row.pfc_tx_rates)
+                totals["ecn"] += row.ecn_marked_per_second or 0
+                history.append(_history_row(row, slot, bucket_start))
+            if status.oper_up:
+                utilizations.append(row.utilization or 0)
+            admin = "up" if status.admin_up else "down"
+            oper = "up" if status.oper_up else "down"
+            if (port.admin_status, port.oper_status) != (admin, oper):
+                port.admin_status, port.oper_status = admin, oper
+                changed_ports.append(port)
+        state.last_seen_at = taken_at
+        state.last_error = ""
+        state.consecutive_failures = 0
+        state.ports_up = sum(1 for s in reading.ports if s.oper_up)
+        state.ports_down = sum(1 for s in reading.ports if s.admin_up and not s.oper_up)
+        state.in_bytes_per_second = totals["in"]
+        state.out_bytes_per_second = totals["out"]
+        state.pfc_pause_per_second = totals["pfc"]
+        state.ecn_marked_per_second = totals["ecn"]
+        state.mean_utilization = sum(utilizations) / len(utilizations) if utilizations else 0.0
+        state.max_utilization = max(utilizations, default=0.0)
+        states[switch.pk] = state
+        summaries[reading.hostname] = {
+            "ok": True,
+            "in_bps": round(totals["in"]),
+            "out_bps": round(totals["out"]),
+            "mean_util": round(state.mean_utilization, 4),
+            "max_util": round(state.max_utilization, 4),
+            "up": state.ports_up,
+            "down": state.ports_down,
+            "ports": port_codes,
+        }
+    _save_states(list(states.values()))
+    if new_latest:
+        PortCounterLatest.objects.bulk_create(
+            new_latest,
+            update_conflicts=True,
+            unique_fields=["port"],
+            update_fields=[f.name for f in PortCounterLatest._meta.concrete_fields
+                           if f.name not in ("id", "port")],
+            batch_size=2000,
+        )
+    if history:
+        PortCounterHistory.objects.bulk_create(
+            history,
+            update_conflicts=True,
+            unique_fields=["port", "slot"],
+            update_fields=["bucket_start", "in_bytes_per_second", "out_bytes_per_second",
+                           "pfc_rx_per_second", "pfc_tx_per_second", "ecn_marked_per_second",
+                           "utilization", "oper_up"],
+            batch_size=2000,
+        )
+    if changed_ports:
+        for port in changed_ports:
+            port.last_seen_at = polled_at
+        SwitchPort.objects.bulk_update(
+            changed_ports, ["admin_status", "oper_status", "last_seen_at"], batch_size=2000
+        )
+    return summaries
+
+
+def _save_states(states: list[SwitchPollState]) -> None:
+    new = [state for state in states if state.pk is None]
+    old = [state for state in states if state.pk is not None]
+    if new:
+        SwitchPollState.objects.bulk_create(new)
+    if old:
+        SwitchPollState.objects.bulk_update(
+            old,
+            [f.name for f in SwitchPollState._meta.concrete_fields if f.name not in ("id", "switch")],
+        )
+
+
+def _latest_row(
+    port: SwitchPort,
+    status: PortStatus,
+    counters: PortCounters,
+    taken_at: datetime,
+    previous: PortCounterLatest | None,
+) -> PortCounterLatest:
+    row = PortCounterLatest(
+        port=port,
+        sampled_at=taken_at,
+        admin_up=status.admin_up,
+        oper_up=status.oper_up,
+        speed_mbps=status.speed_mbps,
+        in_octets=Decimal(counters.in_octets),
+        out_octets=Decimal(counters.out_octets),
+        in_packets=Decimal(counters.in_packets),
+        out_packets=Decimal(counters.out_packets),
+        in_errors=Decimal(counters.in_errors),
+        out_errors=Decimal(counters.out_errors),
+        in_discards=Decimal(counters.in_discards),
+        out_discards=Decimal(counters.out_discards),
+        pfc_rx=_as_list(counters.pfc_rx),
+        pfc_tx=_as_list(counters.pfc_tx),
+        ecn_marked=_as_list(counters.ecn_marked),
+    )
+    if previous is None:
+        return row
+    seconds = (taken_at - previous.sampled_at).total_seconds()
+    rates = compute_rates(previous, counters, seconds)
+    if rates is None:
+        # Same instant as the stored sample (two polls within the driver's clock resolution):
+        # keep the previous rates rather than reporting nothing.
+        for name in ("interval_seconds", "in_bytes_per_second", "out_bytes_per_second",
+                     "pfc_rx_rates", "pfc_tx_rates", "ecn_marked_per_second", "utilization"):
+            setattr(row, name, getattr(previous, name))
+        return row
+    row.interval_seconds = seconds
+    row.in_bytes_per_second = rates.in_bytes_per_second
+    row.out_bytes_per_second = rates.out_bytes_per_second
+    row.pfc_rx_rates = rates.pfc_rx_rates
+    row.pfc_tx_rates = rates.pfc_tx_rates
+    row.ecn_marked_per_second = rates.ecn_marked_per_second
+    row.counter_reset = rates.counter_reset
+    line_rate = status.speed_mbps * 1_000_000 / 8
+    busiest = max(rates.in_bytes_per_second, rates.out_bytes_per_second)
+    row.utilization = min(1.0, busiest / line_rate) if line_rate else 0.0
+    return row
+
+
+def _history_row(row: PortCounterLatest, slot: int, bucket_start: datetime) -> PortCounterHistory:
+    return PortCounterHistory(
+        port=row.port,
+        slot=slot,
+        bucket_start=bucket_start,
+        in_bytes_per_second=row.in_bytes_per_second or 0.0,
+        out_bytes_per_second=row.out_bytes_per_second or 0.0,
+        pfc_rx_per_second=sum(row.pfc_rx_rates),
+        pfc_tx_per_second=sum(row.pfc_tx_rates),
+        ecn_marked_per_second=row.ecn_marked_per_second or 0.0,
+        utilization=row.utilization or 0.0,
+        oper_up=row.oper_up,
+    )

@@ -1,0 +1,55 @@
+"""Fleets for the fabric monitor's tests: the SAKURAONE spec, whole or trimmed per pod.
+
+Imported by the test modules (not a conftest, so the fabric tests of other sessions keep their
+own). A trimmed fleet keeps every switch, rail and cable rule and only has fewer nodes per pod,
+so tests that need the shape of the fabric but not its size stay fast.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from tests.inventory.conftest import SAKURAONE_SPEC_PATH, delete_inventory
+
+__all__ = ["SAKURAONE_SPEC_PATH", "delete_inventory", "fleet_spec", "import_fleet"]
+
+
+def fleet_spec(nodes_per_pod: int | None = None) -> dict:
+    from inventory.topology.spec import spec_from_yaml
+
+    spec = copy.deepcopy(spec_from_yaml(Path(SAKURAONE_SPEC_PATH).read_text(encoding="utf-8")))
+    if nodes_per_pod is not None:
+        for number, pod in enumerate(spec["pods"]):
+            first = number * 50 + 1
+            pod["nodes"][0]["range"] = f"gpu[{first:03d}-{first + nodes_per_pod - 1:03d}]"
+    return spec
+
+
+def import_fleet(nodes_per_pod: int | None = None):
+    from inventory.topology.importer import import_topology
+
+    delete_inventory()
+    return import_topology(fleet_spec(nodes_per_pod))
+
+
+@pytest.fixture(scope="module")
+def small_fleet(django_db_setup, django_db_blocker):
+    """All 26 switches and every cable rule, 4 nodes per pod; imported once per module."""
+    with django_db_blocker.unblock():
+        report = import_fleet(4)
+    yield report
+    with django_db_blocker.unblock():
+        delete_inventory()
+
+
+@pytest.fixture(scope="module")
+def full_fleet(django_db_setup, django_db_blocker):
+    """The whole SAKURAONE fleet (100 nodes, 26 switches, 1,664 ports); once per module."""
+    with django_db_blocker.unblock():
+        report = import_fleet()
+    yield report
+    with django_db_blocker.unblock():
+        delete_inventory()
