@@ -104,7 +104,10 @@ def cable_plan() -> CablePlan:
         "a_nic__node", "b_nic__node", "a_port__switch", "b_port__switch"
     )
     for cable in cables:
-        ends = ((cable.a_port, cable.b_port, cable.b_nic), (cable.b_port, cable.a_port, cable.a_nic))
+        ends = (
+            (cable.a_port, cable.b_port, cable.b_nic),
+            (cable.b_port, cable.a_port, cable.a_nic),
+        )
         for local, far_port, far_nic in ends:
             far = _nic_endpoint(far_nic) if far_nic else _port_endpoint(far_port)
             plan.by_system.setdefault(far.system.lower(), []).append(far)

@@ -81,7 +81,9 @@ def read_switch(target: SwitchTarget) -> SwitchReading:
             logger.debug("closing the driver of %s failed", target.hostname, exc_info=True)
 
 
-def read_switches(targets: list[SwitchTarget], concurrency: int | None = None) -> list[SwitchReading]:
+def read_switches(
+    targets: list[SwitchTarget], concurrency: int | None = None
+) -> list[SwitchReading]:
     """Read every target with at most `concurrency` (FABRIC_POLL_CONCURRENCY) at a time."""
     if not targets:
         return []
@@ -195,7 +197,9 @@ class PollResult:
         }
 
 
-def poll_fabric(*, switches: list[Switch] | None = None, concurrency: int | None = None) -> PollResult:
+def poll_fabric(
+    *, switches: list[Switch] | None = None, concurrency: int | None = None
+) -> PollResult:
     """Poll every inventory switch (or `switches`) once and store the results."""
     started = time.monotonic()
     polled_at = timezone.now()
@@ -348,7 +352,8 @@ def _save_states(states: list[SwitchPollState]) -> None:
     if old:
         SwitchPollState.objects.bulk_update(
             old,
-            [f.name for f in SwitchPollState._meta.concrete_fields if f.name not in ("id", "switch")],
+            [f.name for f in SwitchPollState._meta.concrete_fields
+             if f.name not in ("id", "switch")],
         )
 
 

@@ -106,7 +106,8 @@ def _moved(neighbor: NeighborSpec, port: str) -> NeighborSpec:
 
 def specs_from_inventory() -> list[SwitchSpec]:
     """One emulator spec per inventory switch, with a neighbor for each connected cable."""
-    from inventory.models import CableStatus, Switch as InventorySwitch, SwitchPort
+    from inventory.models import CableStatus, SwitchPort
+    from inventory.models import Switch as InventorySwitch
     from inventory.selectors import active_cables
 
     breakouts: dict[int, list[str]] = {}
@@ -122,7 +123,10 @@ def specs_from_inventory() -> list[SwitchSpec]:
         "a_nic__node", "b_nic__node", "a_port__switch", "b_port__switch"
     )
     for cable in cables:
-        ends = ((cable.a_port, cable.b_port, cable.b_nic), (cable.b_port, cable.a_port, cable.a_nic))
+        ends = (
+            (cable.a_port, cable.b_port, cable.b_nic),
+            (cable.b_port, cable.a_port, cable.a_nic),
+        )
         for local, far_port, far_nic in ends:
             if local is None:
                 continue

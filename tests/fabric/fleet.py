@@ -53,3 +53,43 @@ def full_fleet(django_db_setup, django_db_blocker):
     yield report
     with django_db_blocker.unblock():
         delete_inventory()
+
+
+class FakeClock:
+    """Epoch seconds that move only when a test says so, for exact rates."""
+
+    def __init__(self, start: float) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def emulated(settings):
+    """The emulated fabric booted from the current inventory, on a fake clock (`.clock`); the
+    portal's FABRIC_DRIVER points at it for the test."""
+    import time
+
+    from fabric.drivers.emulated import build_emulated_fabric, reset_emulated_fabric
+
+    settings.FABRIC_DRIVER = "fabric.drivers.emulated.EmulatedDriver"
+    clock = FakeClock(float(int(time.time()) // 60 * 60))
+    fabric = build_emulated_fabric(clock=clock)
+    fabric.fake_clock = clock
+    yield fabric
+    reset_emulated_fabric()
+
+
+def poll_every_minute(fabric, times: int):
+    """Poll `times` times, the fake clock one minute on before each; the last result."""
+    from fabric.polling import poll_fabric
+
+    result = None
+    for _ in range(times):
+        fabric.fake_clock.advance(60)
+        result = poll_fabric()
+    return result
