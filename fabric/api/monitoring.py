@@ -40,6 +40,9 @@ class PollStateSerializer(serializers.ModelSerializer):
 
 class MonitoredSwitchSerializer(serializers.ModelSerializer):
     pod = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    # Plain strings: the inventory API owns the enums of these choice sets in the schema.
+    role = serializers.CharField(read_only=True)
+    status = serializers.CharField(read_only=True)
     poll = serializers.SerializerMethodField()
 
     class Meta:
@@ -68,6 +71,8 @@ class LldpSeenSerializer(serializers.Serializer):
 
 class MonitoredPortSerializer(serializers.ModelSerializer):
     switch = serializers.CharField(source="switch.hostname", read_only=True)
+    admin_status = serializers.CharField(read_only=True)
+    oper_status = serializers.CharField(read_only=True)
     cabled_to = serializers.SerializerMethodField()
     counters = serializers.SerializerMethodField()
     lldp = serializers.SerializerMethodField()

@@ -84,12 +84,54 @@ def emulated(settings):
     reset_emulated_fabric()
 
 
-def poll_every_minute(fabric, times: int):
-    """Poll `times` times, the fake clock one minute on before each; the last result."""
+def poll_every_minute(fabric, times: int, switches=None):
+    """Poll `times` times (every switch, or `switches`: hostnames), the fake clock one minute
+    on before each; the last result."""
     from fabric.polling import poll_fabric
+    from inventory.models import Switch
 
+    chosen = list(Switch.objects.filter(hostname__in=switches)) if switches else None
     result = None
     for _ in range(times):
         fabric.fake_clock.advance(60)
-        result = poll_fabric()
+        result = poll_fabric(switches=chosen)
     return result
+
+
+def delete_fabric_monitoring() -> None:
+    from fabric.models import (
+        LldpFinding,
+        LldpObservation,
+        PortCounterHistory,
+        PortCounterLatest,
+        SwitchPollState,
+    )
+
+    for model in (PortCounterHistory, PortCounterLatest, SwitchPollState, LldpObservation,
+                  LldpFinding):
+        model.objects.all().delete()
+
+
+@pytest.fixture(scope="module")
+def polled_fleet(django_db_setup, django_db_blocker):
+    """The trimmed fleet, emulated and polled three times a minute apart, committed once per
+    module (read-only tests share it; a test that changes the emulator undoes it)."""
+    import time
+
+    from django.test import override_settings
+
+    from fabric.drivers.emulated import build_emulated_fabric, reset_emulated_fabric
+
+    with django_db_blocker.unblock(), override_settings(
+        FABRIC_DRIVER="fabric.drivers.emulated.EmulatedDriver"
+    ):
+        import_fleet(4)
+        clock = FakeClock(float(int(time.time()) // 60 * 60))
+        fabric = build_emulated_fabric(clock=clock)
+        fabric.fake_clock = clock
+        fabric.switches["leaf-p1-r0"].set_utilization("Ethernet0", 0.95)
+        poll_every_minute(fabric, 3)
+        yield fabric
+        reset_emulated_fabric()
+        delete_fabric_monitoring()
+        delete_inventory()

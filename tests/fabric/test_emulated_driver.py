@@ -16,8 +16,8 @@ from fabric.drivers.base import (
 )
 from fabric.drivers.emulated import EmulatedDriver
 from inventory.models import NIC
-from tests.fabric.fleet import emulated, small_fleet  # noqa: F401 - fixtures
 
+pytest_plugins = ["tests.fabric.fleet"]  # fixtures: fleets and the emulated fabric
 pytestmark = pytest.mark.django_db
 
 

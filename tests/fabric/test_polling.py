@@ -24,8 +24,9 @@ from fabric.polling import (
     switch_target,
 )
 from inventory.models import Switch, SwitchPort
-from tests.fabric.fleet import emulated, poll_every_minute, small_fleet  # noqa: F401
+from tests.fabric.fleet import poll_every_minute
 
+pytest_plugins = ["tests.fabric.fleet"]  # fixtures: fleets and the emulated fabric
 pytestmark = pytest.mark.django_db
 
 
@@ -95,10 +96,11 @@ def test_history_is_a_bounded_ring(small_fleet, emulated, settings):
     settings.FABRIC_HISTORY_SECONDS = 300
     settings.FABRIC_HISTORY_RESOLUTION_SECONDS = 60
     assert history_slots() == 5
-    poll_every_minute(emulated, 3)
+    leafs = ["leaf-p1-r0", "leaf-p2-r7"]
+    poll_every_minute(emulated, 3, leafs)
     ports_with_rates = PortCounterLatest.objects.exclude(in_bytes_per_second=None).count()
     assert PortCounterHistory.objects.count() == 2 * ports_with_rates
-    poll_every_minute(emulated, 12)  # far more minutes than the ring holds
+    poll_every_minute(emulated, 12, leafs)  # far more minutes than the ring holds
     assert PortCounterHistory.objects.count() == 5 * ports_with_rates
     port = SwitchPort.objects.get(switch__hostname="leaf-p1-r0", name="Ethernet0")
     starts = list(port.counter_history.order_by("bucket_start")
