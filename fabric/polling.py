@@ -17,7 +17,8 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models import JSONField
 from django.utils import timezone
 
 from fabric.drivers.base import (
@@ -316,25 +317,8 @@ def store_readings(
             "ports": port_codes,
         }
     _save_states(list(states.values()))
-    if new_latest:
-        PortCounterLatest.objects.bulk_create(
-            new_latest,
-            update_conflicts=True,
-            unique_fields=["port"],
-            update_fields=[f.name for f in PortCounterLatest._meta.concrete_fields
-                           if f.name not in ("id", "port")],
-            batch_size=2000,
-        )
-    if history:
-        PortCounterHistory.objects.bulk_create(
-            history,
-            update_conflicts=True,
-            unique_fields=["port", "slot"],
-            update_fields=["bucket_start", "in_bytes_per_second", "out_bytes_per_second",
-                           "pfc_rx_per_second", "pfc_tx_per_second", "ecn_marked_per_second",
-                           "utilization", "oper_up"],
-            batch_size=2000,
-        )
+    upsert(PortCounterLatest, new_latest, unique_fields=["port"])
+    upsert(PortCounterHistory, history, unique_fields=["port", "slot"])
     if changed_ports:
         for port in changed_ports:
             port.last_seen_at = polled_at
@@ -342,6 +326,53 @@ def store_readings(
             changed_ports, ["admin_status", "oper_status", "last_seen_at"], batch_size=2000
         )
     return summaries
+
+
+def upsert(model, objects: list, *, unique_fields: list[str]) -> None:
+    """Insert `objects`, or update every other column where `unique_fields` already exist.
+
+    On PostgreSQL through COPY into a temporary table and one INSERT ... ON CONFLICT: the ORM's
+    per-value preparation was most of a poll's time (43,000 ports at scale 20). Elsewhere
+    (SQLite for the demo) through bulk_create.
+    """
+    if not objects:
+        return
+    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    unique_columns = [model._meta.get_field(name).column for name in unique_fields]
+    updated = [f.column for f in fields if f.column not in unique_columns]
+    if connection.vendor != "postgresql":
+        model.objects.bulk_create(
+            objects, update_conflicts=True, unique_fields=unique_fields,
+            update_fields=[f.name for f in fields if f.column in updated], batch_size=2000,
+        )
+        return
+    from psycopg.types.json import Jsonb
+
+    quote = connection.ops.quote_name
+    table = quote(model._meta.db_table)
+    staging = quote(f"{model._meta.db_table}_staging")
+    columns = ", ".join(quote(f.column) for f in fields)
+    is_json = [isinstance(f, JSONField) for f in fields]
+    attnames = [f.attname for f in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"CREATE TEMPORARY TABLE IF NOT EXISTS {staging} ON COMMIT DELETE ROWS AS "  # noqa: S608
+            f"SELECT {columns} FROM {table} WITH NO DATA"
+        )
+        with cursor.cursor.copy(f"COPY {staging} ({columns}) FROM STDIN") as copy:
+            for obj in objects:
+                values = [getattr(obj, name) for name in attnames]
+                for position, json_field in enumerate(is_json):
+                    if json_field:
+                        values[position] = Jsonb(values[position])
+                copy.write_row(values)
+        assignments = ", ".join(f"{quote(c)} = EXCLUDED.{quote(c)}" for c in updated)
+        conflict = ", ".join(quote(c) for c in unique_columns)
+        cursor.execute(
+            f"INSERT INTO {table} ({columns}) SELECT {columns} FROM {staging} "  # noqa: S608
+            f"ON CONFLICT ({conflict}) DO UPDATE SET {assignments}"
+        )
+        cursor.execute(f"DELETE FROM {staging}")  # noqa: S608 - a second upsert may follow
 
 
 def _save_states(states: list[SwitchPollState]) -> None:

@@ -24,7 +24,7 @@ from fabric.polling import (
     switch_target,
 )
 from inventory.models import Switch, SwitchPort
-from tests.fabric.fleet import poll_every_minute
+from tests.fabric.monitoring_support import poll_every_minute
 
 pytest_plugins = ["tests.fabric.fleet"]  # fixtures: fleets and the emulated fabric
 pytestmark = pytest.mark.django_db

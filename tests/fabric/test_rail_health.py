@@ -14,7 +14,7 @@ from fabric.rail_health import (
     report_rail_imbalance,
 )
 from inventory.models import Node
-from tests.fabric.fleet import poll_every_minute
+from tests.fabric.monitoring_support import poll_every_minute
 
 pytest_plugins = ["tests.fabric.fleet"]  # fixtures: fleets and the emulated fabric
 pytestmark = pytest.mark.django_db
