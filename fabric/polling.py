@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -124,9 +124,10 @@ def _as_list(values: dict[int, int], length: int = 8) -> list[int]:
 
 
 def compute_rates(
-    previous: PortCounterLatest, current: PortCounters, seconds: float
+    previous: Mapping, current: PortCounters, seconds: float
 ) -> PortRates | None:
-    """Rates between the stored sample and a new one; None when no time has passed."""
+    """Rates between the stored sample (a mapping with in_octets, out_octets, pfc_rx, pfc_tx,
+    ecn_marked) and a new one; None when no time has passed."""
     if seconds <= 0:
         return None
     reset = False
@@ -141,11 +142,11 @@ def compute_rates(
         before = list(before) + [0] * (len(after) - len(before))
         return [rate(b, a) for b, a in zip(before, after, strict=False)]
 
-    in_rate = rate(previous.in_octets, current.in_octets)
-    out_rate = rate(previous.out_octets, current.out_octets)
-    pfc_rx = rates(previous.pfc_rx, _as_list(current.pfc_rx))
-    pfc_tx = rates(previous.pfc_tx, _as_list(current.pfc_tx))
-    ecn = sum(rates(previous.ecn_marked, _as_list(current.ecn_marked)))
+    in_rate = rate(previous["in_octets"], current.in_octets)
+    out_rate = rate(previous["out_octets"], current.out_octets)
+    pfc_rx = rates(previous["pfc_rx"], _as_list(current.pfc_rx))
+    pfc_tx = rates(previous["pfc_tx"], _as_list(current.pfc_tx))
+    ecn = sum(rates(previous["ecn_marked"], _as_list(current.ecn_marked)))
     return PortRates(in_rate, out_rate, pfc_rx, pfc_tx, ecn, reset)
 
 
@@ -231,7 +232,11 @@ def store_readings(
     switches: list[Switch], readings: list[SwitchReading], polled_at: datetime, result: PollResult
 ) -> dict[str, dict]:
     """Write latest counters, rates, history and poll state; return the per-switch summary the
-    "fabric" event carries."""
+    "fabric" event carries.
+
+    Rows travel as dicts of column values rather than model instances: at scale 20 a poll
+    handles 43,000 ports, and instantiating models twice per port was a third of its time.
+    """
     by_switch = {switch.hostname: switch for switch in switches}
     states = {
         state.switch_id: state
@@ -239,17 +244,20 @@ def store_readings(
     }
     ok_ids = [by_switch[r.hostname].pk for r in readings if not r.error]
     inventory_ports = {
-        (port.switch_id, port.name): port
-        for port in SwitchPort.objects.filter(switch_id__in=ok_ids, breakout_mode="")
-        .only("id", "switch_id", "name", "admin_status", "oper_status", "last_seen_at")
+        (switch_id, name): (port_id, admin, oper)
+        for port_id, switch_id, name, admin, oper in SwitchPort.objects.filter(
+            switch_id__in=ok_ids, breakout_mode=""
+        ).values_list("id", "switch_id", "name", "admin_status", "oper_status")
     }
     latest = {
-        row.port_id: row
-        for row in PortCounterLatest.objects.filter(port__switch_id__in=ok_ids)
+        row["port_id"]: row
+        for row in PortCounterLatest.objects.filter(port__switch_id__in=ok_ids).values(
+            *PREVIOUS_SAMPLE_FIELDS
+        )
     }
-    new_latest: list[PortCounterLatest] = []
-    history: list[PortCounterHistory] = []
-    changed_ports: list[SwitchPort] = []
+    new_latest: list[dict] = []
+    history: list[dict] = []
+    changed_ports: list[tuple[int, str, str]] = []
     summaries: dict[str, dict] = {}
     for reading in readings:
         switch = by_switch[reading.hostname]
@@ -270,30 +278,30 @@ def store_readings(
         totals = {"in": 0.0, "out": 0.0, "pfc": 0.0, "ecn": 0.0}
         utilizations: list[float] = []
         for counters in reading.snapshot.ports:
-            port = inventory_ports.get((switch.pk, counters.name))
+            known = inventory_ports.get((switch.pk, counters.name))
             status = statuses.get(counters.name)
-            if port is None or status is None:
+            if known is None or status is None:
                 continue  # the switch has ports the inventory does not list (e.g. management)
-            previous = latest.get(port.pk)
-            row = _latest_row(port, status, counters, taken_at, previous)
+            port_id, stored_admin, stored_oper = known
+            row = latest_row(port_id, status, counters, taken_at, latest.get(port_id))
             new_latest.append(row)
             result.ports += 1
-            letter = _status_letter(status.admin_up, status.oper_up)
-            percent = round((row.utilization or 0) * 100)
-            port_codes[port.name] = f"{letter}{percent}"
-            if row.in_bytes_per_second is not None:
-                totals["in"] += row.in_bytes_per_second
-                totals["out"] += row.out_bytes_per_second
-                totals["pfc"] += sum(row.pfc_rx_rates) + sum(row.pfc_tx_rates)
-                totals["ecn"] += row.ecn_marked_per_second or 0
-                history.append(_history_row(row, slot, bucket_start))
+            utilization = row["utilization"] or 0.0
+            port_codes[counters.name] = (
+                f"{_status_letter(status.admin_up, status.oper_up)}{round(utilization * 100)}"
+            )
+            if row["in_bytes_per_second"] is not None:
+                totals["in"] += row["in_bytes_per_second"]
+                totals["out"] += row["out_bytes_per_second"]
+                totals["pfc"] += sum(row["pfc_rx_rates"]) + sum(row["pfc_tx_rates"])
+                totals["ecn"] += row["ecn_marked_per_second"] or 0.0
+                history.append(history_row(row, slot, bucket_start))
             if status.oper_up:
-                utilizations.append(row.utilization or 0)
+                utilizations.append(utilization)
             admin = "up" if status.admin_up else "down"
             oper = "up" if status.oper_up else "down"
-            if (port.admin_status, port.oper_status) != (admin, oper):
-                port.admin_status, port.oper_status = admin, oper
-                changed_ports.append(port)
+            if (stored_admin, stored_oper) != (admin, oper):
+                changed_ports.append((port_id, admin, oper))
         state.last_seen_at = taken_at
         state.last_error = ""
         state.consecutive_failures = 0
@@ -319,30 +327,52 @@ def store_readings(
     _save_states(list(states.values()))
     upsert(PortCounterLatest, new_latest, unique_fields=["port"])
     upsert(PortCounterHistory, history, unique_fields=["port", "slot"])
-    if changed_ports:
-        for port in changed_ports:
-            port.last_seen_at = polled_at
-        SwitchPort.objects.bulk_update(
-            changed_ports, ["admin_status", "oper_status", "last_seen_at"], batch_size=2000
-        )
+    _record_port_status(changed_ports, polled_at)
     return summaries
 
 
-def upsert(model, objects: list, *, unique_fields: list[str]) -> None:
-    """Insert `objects`, or update every other column where `unique_fields` already exist.
+def _record_port_status(changed: list[tuple[int, str, str]], seen_at: datetime) -> None:
+    """Copy admin/oper status into the inventory's ports where it changed."""
+    if not changed:
+        return
+    if connection.vendor != "postgresql":
+        ports = SwitchPort.objects.in_bulk([port_id for port_id, _, _ in changed])
+        for port_id, admin, oper in changed:
+            port = ports[port_id]
+            port.admin_status, port.oper_status, port.last_seen_at = admin, oper, seen_at
+        SwitchPort.objects.bulk_update(
+            list(ports.values()), ["admin_status", "oper_status", "last_seen_at"], batch_size=500
+        )
+        return
+    # One statement, where bulk_update's CASE expression costs seconds for 40,000 ports.
+    table = connection.ops.quote_name(SwitchPort._meta.db_table)
+    ids, admins, opers = (list(column) for column in zip(*changed, strict=True))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} AS port SET admin_status = changed.admin, "  # noqa: S608
+            "oper_status = changed.oper, last_seen_at = %s "
+            "FROM (SELECT unnest(%s::bigint[]) AS id, unnest(%s::text[]) AS admin, "
+            "unnest(%s::text[]) AS oper) AS changed WHERE port.id = changed.id",
+            [seen_at, ids, admins, opers],
+        )
+
+
+def upsert(model, rows: list[dict], *, unique_fields: list[str]) -> None:
+    """Insert `rows` ({attname: value}, every concrete field but the primary key), or update
+    every other column where `unique_fields` already exist.
 
     On PostgreSQL through COPY into a temporary table and one INSERT ... ON CONFLICT: the ORM's
     per-value preparation was most of a poll's time (43,000 ports at scale 20). Elsewhere
     (SQLite for the demo) through bulk_create.
     """
-    if not objects:
+    if not rows:
         return
     fields = [f for f in model._meta.concrete_fields if not f.primary_key]
     unique_columns = [model._meta.get_field(name).column for name in unique_fields]
     updated = [f.column for f in fields if f.column not in unique_columns]
     if connection.vendor != "postgresql":
         model.objects.bulk_create(
-            objects, update_conflicts=True, unique_fields=unique_fields,
+            [model(**row) for row in rows], update_conflicts=True, unique_fields=unique_fields,
             update_fields=[f.name for f in fields if f.column in updated], batch_size=2000,
         )
         return
@@ -360,8 +390,8 @@ def upsert(model, objects: list, *, unique_fields: list[str]) -> None:
             f"SELECT {columns} FROM {table} WITH NO DATA"
         )
         with cursor.cursor.copy(f"COPY {staging} ({columns}) FROM STDIN") as copy:
-            for obj in objects:
-                values = [getattr(obj, name) for name in attnames]
+            for row in rows:
+                values = [row[name] for name in attnames]
                 for position, json_field in enumerate(is_json):
                     if json_field:
                         values[position] = Jsonb(values[position])
@@ -388,65 +418,83 @@ def _save_states(states: list[SwitchPollState]) -> None:
         )
 
 
-def _latest_row(
-    port: SwitchPort,
+PREVIOUS_SAMPLE_FIELDS = (
+    "port_id", "sampled_at", "in_octets", "out_octets", "pfc_rx", "pfc_tx", "ecn_marked",
+    "interval_seconds", "in_bytes_per_second", "out_bytes_per_second", "pfc_rx_rates",
+    "pfc_tx_rates", "ecn_marked_per_second", "utilization",
+)
+_CARRIED_RATES = PREVIOUS_SAMPLE_FIELDS[7:]
+
+
+def latest_row(
+    port_id: int,
     status: PortStatus,
     counters: PortCounters,
     taken_at: datetime,
-    previous: PortCounterLatest | None,
-) -> PortCounterLatest:
-    row = PortCounterLatest(
-        port=port,
-        sampled_at=taken_at,
-        admin_up=status.admin_up,
-        oper_up=status.oper_up,
-        speed_mbps=status.speed_mbps,
-        in_octets=Decimal(counters.in_octets),
-        out_octets=Decimal(counters.out_octets),
-        in_packets=Decimal(counters.in_packets),
-        out_packets=Decimal(counters.out_packets),
-        in_errors=Decimal(counters.in_errors),
-        out_errors=Decimal(counters.out_errors),
-        in_discards=Decimal(counters.in_discards),
-        out_discards=Decimal(counters.out_discards),
-        pfc_rx=_as_list(counters.pfc_rx),
-        pfc_tx=_as_list(counters.pfc_tx),
-        ecn_marked=_as_list(counters.ecn_marked),
-    )
+    previous: Mapping | None,
+) -> dict:
+    """The PortCounterLatest columns of a new sample, with rates from `previous` (a mapping of
+    PREVIOUS_SAMPLE_FIELDS), if any."""
+    row = {
+        "port_id": port_id,
+        "sampled_at": taken_at,
+        "admin_up": status.admin_up,
+        "oper_up": status.oper_up,
+        "speed_mbps": status.speed_mbps,
+        "in_octets": counters.in_octets,
+        "out_octets": counters.out_octets,
+        "in_packets": counters.in_packets,
+        "out_packets": counters.out_packets,
+        "in_errors": counters.in_errors,
+        "out_errors": counters.out_errors,
+        "in_discards": counters.in_discards,
+        "out_discards": counters.out_discards,
+        "pfc_rx": _as_list(counters.pfc_rx),
+        "pfc_tx": _as_list(counters.pfc_tx),
+        "ecn_marked": _as_list(counters.ecn_marked),
+        "interval_seconds": None,
+        "in_bytes_per_second": None,
+        "out_bytes_per_second": None,
+        "pfc_rx_rates": [],
+        "pfc_tx_rates": [],
+        "ecn_marked_per_second": None,
+        "utilization": None,
+        "counter_reset": False,
+    }
     if previous is None:
         return row
-    seconds = (taken_at - previous.sampled_at).total_seconds()
+    seconds = (taken_at - previous["sampled_at"]).total_seconds()
     rates = compute_rates(previous, counters, seconds)
     if rates is None:
         # Same instant as the stored sample (two polls within the driver's clock resolution):
         # keep the previous rates rather than reporting nothing.
-        for name in ("interval_seconds", "in_bytes_per_second", "out_bytes_per_second",
-                     "pfc_rx_rates", "pfc_tx_rates", "ecn_marked_per_second", "utilization"):
-            setattr(row, name, getattr(previous, name))
+        row.update({name: previous[name] for name in _CARRIED_RATES})
         return row
-    row.interval_seconds = seconds
-    row.in_bytes_per_second = rates.in_bytes_per_second
-    row.out_bytes_per_second = rates.out_bytes_per_second
-    row.pfc_rx_rates = rates.pfc_rx_rates
-    row.pfc_tx_rates = rates.pfc_tx_rates
-    row.ecn_marked_per_second = rates.ecn_marked_per_second
-    row.counter_reset = rates.counter_reset
     line_rate = status.speed_mbps * 1_000_000 / 8
     busiest = max(rates.in_bytes_per_second, rates.out_bytes_per_second)
-    row.utilization = min(1.0, busiest / line_rate) if line_rate else 0.0
+    row.update(
+        interval_seconds=seconds,
+        in_bytes_per_second=rates.in_bytes_per_second,
+        out_bytes_per_second=rates.out_bytes_per_second,
+        pfc_rx_rates=rates.pfc_rx_rates,
+        pfc_tx_rates=rates.pfc_tx_rates,
+        ecn_marked_per_second=rates.ecn_marked_per_second,
+        counter_reset=rates.counter_reset,
+        utilization=min(1.0, busiest / line_rate) if line_rate else 0.0,
+    )
     return row
 
 
-def _history_row(row: PortCounterLatest, slot: int, bucket_start: datetime) -> PortCounterHistory:
-    return PortCounterHistory(
-        port=row.port,
-        slot=slot,
-        bucket_start=bucket_start,
-        in_bytes_per_second=row.in_bytes_per_second or 0.0,
-        out_bytes_per_second=row.out_bytes_per_second or 0.0,
-        pfc_rx_per_second=sum(row.pfc_rx_rates),
-        pfc_tx_per_second=sum(row.pfc_tx_rates),
-        ecn_marked_per_second=row.ecn_marked_per_second or 0.0,
-        utilization=row.utilization or 0.0,
-        oper_up=row.oper_up,
-    )
+def history_row(row: dict, slot: int, bucket_start: datetime) -> dict:
+    return {
+        "port_id": row["port_id"],
+        "slot": slot,
+        "bucket_start": bucket_start,
+        "in_bytes_per_second": row["in_bytes_per_second"] or 0.0,
+        "out_bytes_per_second": row["out_bytes_per_second"] or 0.0,
+        "pfc_rx_per_second": sum(row["pfc_rx_rates"]),
+        "pfc_tx_per_second": sum(row["pfc_tx_rates"]),
+        "ecn_marked_per_second": row["ecn_marked_per_second"] or 0.0,
+        "utilization": row["utilization"] or 0.0,
+        "oper_up": row["oper_up"],
+    }

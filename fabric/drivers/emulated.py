@@ -34,7 +34,7 @@ from fabric.drivers.base import (
 )
 from fabric.emulator import CommandInterpreter, NeighborSpec, Switch, SwitchSpec, connect_fabric
 from fabric.emulator.database import APPL_DB, CONFIG_DB, COUNTERS_DB
-from fabric.emulator.platform import ASIC_TYPE, CAGE_PORT_NAMES, HWSKU, PLATFORM
+from fabric.emulator.platform import ASIC_TYPE, CAGE_PORT_NAMES, HWSKU, PLATFORM, port_table
 from fabric.emulator.traffic import PRIORITIES, QUEUES_PER_PORT
 
 Clock = Callable[[], float]
@@ -117,6 +117,16 @@ def specs_from_inventory() -> list[SwitchSpec]:
     for switch_id, name in halves:
         if name in CAGE_PORT_NAMES:  # the first half keeps the cage's name
             breakouts.setdefault(switch_id, []).append(name)
+    # The emulated platform has the AIS800-64O's ports only; an inventory port beyond them (a
+    # spine scaled for a benchmark) has nothing to emulate it, nor has its cable's other end.
+    emulated_ports = {
+        switch_id: set(port_table(cages)) for switch_id, cages in breakouts.items()
+    }
+    plain_ports = set(port_table())
+
+    def emulated(port) -> bool:
+        return port is None or port.name in emulated_ports.get(port.switch_id, plain_ports)
+
     neighbors: dict[int, list[NeighborSpec]] = {}
     cables = active_cables().filter(status__in=[CableStatus.CONNECTED, CableStatus.FAULTY])
     cables = cables.select_related(
@@ -127,6 +137,8 @@ def specs_from_inventory() -> list[SwitchSpec]:
             (cable.a_port, cable.b_port, cable.b_nic),
             (cable.b_port, cable.a_port, cable.a_nic),
         )
+        if not (emulated(cable.a_port) and emulated(cable.b_port)):
+            continue
         for local, far_port, far_nic in ends:
             if local is None:
                 continue

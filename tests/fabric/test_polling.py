@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
+from decimal import Decimal
 
 import pytest
 from django.conf import settings as django_settings
@@ -44,10 +45,11 @@ def test_counter_delta_forward_reset_and_wrap():
 
 
 def test_rates_from_two_samples():
-    previous = PortCounterLatest(
-        sampled_at=datetime(2026, 1, 1, tzinfo=UTC), in_octets=1_000, out_octets=2_000,
-        pfc_rx=[0, 0, 0, 100, 0, 0, 0, 0], pfc_tx=[0] * 8, ecn_marked=[0, 0, 0, 50, 0, 0, 0, 0],
-    )
+    previous = {
+        "in_octets": Decimal(1_000), "out_octets": Decimal(2_000),
+        "pfc_rx": [0, 0, 0, 100, 0, 0, 0, 0], "pfc_tx": [0] * 8,
+        "ecn_marked": [0, 0, 0, 50, 0, 0, 0, 0],
+    }
     current = PortCounters(
         "Ethernet0", in_octets=61_000, out_octets=122_000,
         pfc_rx={3: 700}, pfc_tx={3: 60}, ecn_marked={3: 350, 4: 10},
