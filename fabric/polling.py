@@ -214,8 +214,15 @@ def poll_fabric(
         # Prune against the switches' clock: samples carry the time the switch reported.
         newest = max((r.snapshot.taken_at for r in readings if r.snapshot), default=polled_at)
         result.pruned = prune_history(newest)
+        if result.ports > settings.FABRIC_EVENT_MAX_PORTS:
+            # Keep the event compact on a large fabric: per-switch summaries only; pages that
+            # draw every port re-read them when they see "ports_omitted".
+            for summary in summaries.values():
+                summary.pop("ports", None)
         publish(FABRIC_GROUP, "fabric.poll", {
-            "polled_at": polled_at, "switches": summaries,
+            "polled_at": polled_at,
+            "switches": summaries,
+            "ports_omitted": result.ports > settings.FABRIC_EVENT_MAX_PORTS,
         })
     result.seconds = time.monotonic() - started
     return result

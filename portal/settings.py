@@ -190,6 +190,9 @@ FABRIC_HISTORY_RESOLUTION_SECONDS = env_int(ENV, "FABRIC_HISTORY_RESOLUTION_SECO
 # for SAMPLES consecutive history samples.
 FABRIC_RAIL_IMBALANCE_RATIO = env_float(ENV, "FABRIC_RAIL_IMBALANCE_RATIO", 0.5)
 FABRIC_RAIL_IMBALANCE_SAMPLES = env_int(ENV, "FABRIC_RAIL_IMBALANCE_SAMPLES", 3)
+# The "fabric" event carries every port's state and load up to this many ports (SAKURAONE:
+# 2,164, about 40 kB); above it only per-switch summaries.
+FABRIC_EVENT_MAX_PORTS = env_int(ENV, "FABRIC_EVENT_MAX_PORTS", 5000)
 # --- end fabric-monitor ------------------------------------------------------------------------
 
 # --- Actions (DESIGN.md section 3) --------------------------------------------------------------

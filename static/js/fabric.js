@@ -127,7 +127,11 @@
     const detail = document.getElementById("switch-view");
     document.addEventListener("live:fabric.poll", (event) => {
       const payload = (event.detail && event.detail.payload) || {};
-      if (document.getElementById("fabric-heatmap")) updateHeatMap(payload);
+      const heatMap = document.getElementById("fabric-heatmap");
+      if (heatMap && payload.ports_omitted) {
+        clearTimeout(refreshTimer);      // too many ports for the event: re-read the page's regions
+        refreshTimer = setTimeout(refreshRegions, 300);
+      } else if (heatMap) updateHeatMap(payload);
       if (detail && payload.switches && payload.switches[detail.dataset.switch]) {
         clearTimeout(refreshTimer);
         refreshTimer = setTimeout(refreshRegions, 300);   // one fetch for a burst of events

@@ -178,6 +178,22 @@ def test_fabric_event_is_published_on_commit(small_fleet, emulated, monkeypatch,
     leaf = payload["switches"]["leaf-p1-r0"]
     assert leaf["ok"] and leaf["in_bps"] > 0 and leaf["ports"]["Ethernet0"].startswith("U")
     assert leaf["ports"]["Ethernet16"] == "X0"  # nothing cabled: admin down
+    assert payload["ports_omitted"] is False
+
+
+def test_a_large_fabric_sends_summaries_only(small_fleet, emulated, monkeypatch, settings,
+                                             django_capture_on_commit_callbacks):
+    import json
+
+    settings.FABRIC_EVENT_MAX_PORTS = 100
+    sent = []
+    monkeypatch.setattr("portal.realtime.events.send_now",
+                        lambda group, message: sent.append(json.loads(message["payload"])))
+    with django_capture_on_commit_callbacks(execute=True):
+        poll_every_minute(emulated, 1, ["leaf-p1-r0", "spine-1"])
+    assert sent[0]["ports_omitted"] is True
+    assert set(sent[0]["switches"]) == {"leaf-p1-r0", "spine-1"}
+    assert "ports" not in sent[0]["switches"]["spine-1"] and sent[0]["switches"]["spine-1"]["ok"]
 
 
 def test_beat_schedule_and_route(small_fleet, emulated):
