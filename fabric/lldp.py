@@ -223,8 +223,9 @@ def _swaps_and_mismatches(
 
 
 def _read_lldp(switch: Switch) -> tuple[str, list[LldpNeighbor] | None, str]:
-    driver = get_fabric_driver(switch_target(switch))
+    driver = None
     try:
+        driver = get_fabric_driver(switch_target(switch))
         return switch.hostname, driver.lldp_neighbors(), ""
     except FabricError as error:
         return switch.hostname, None, str(error)
@@ -232,7 +233,8 @@ def _read_lldp(switch: Switch) -> tuple[str, list[LldpNeighbor] | None, str]:
         logger.exception("reading LLDP of %s failed", switch.hostname)
         return switch.hostname, None, f"{type(error).__name__}: {error}"
     finally:
-        driver.close()
+        if driver is not None:
+            driver.close()
 
 
 @dataclass

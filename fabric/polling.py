@@ -62,8 +62,9 @@ class SwitchReading:
 def read_switch(target: SwitchTarget) -> SwitchReading:
     """Ports and counters of one switch; any driver error is captured, never raised."""
     started = time.monotonic()
-    driver = get_fabric_driver(target)
+    driver = None
     try:
+        driver = get_fabric_driver(target)  # inside: a misconfigured driver fails each switch
         ports = driver.ports()
         snapshot = driver.counters()
         return SwitchReading(target.hostname, ports, snapshot,
@@ -77,7 +78,8 @@ def read_switch(target: SwitchTarget) -> SwitchReading:
                              seconds=time.monotonic() - started)
     finally:
         try:
-            driver.close()
+            if driver is not None:
+                driver.close()
         except Exception:
             logger.debug("closing the driver of %s failed", target.hostname, exc_info=True)
 

@@ -216,3 +216,12 @@ def test_driver_errors_of_the_expected_kind_are_recorded(small_fleet, emulated, 
     assert result.failed == ["spine-1"]
     assert SwitchPollState.objects.get(switch__hostname="spine-1").last_error == \
         "ssh: connect timed out"
+
+
+def test_a_driver_that_cannot_be_loaded_fails_each_switch_not_the_poll(small_fleet, settings):
+    settings.FABRIC_DRIVER = "fabric.drivers.not_there.Driver"
+    spines = list(Switch.objects.filter(hostname__in=["spine-1", "spine-2"]))
+    result = poll_fabric(switches=spines)
+    assert result.failed == ["spine-1", "spine-2"]
+    state = SwitchPollState.objects.get(switch__hostname="spine-1")
+    assert "ModuleNotFoundError" in state.last_error
