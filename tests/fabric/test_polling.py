@@ -206,6 +206,15 @@ def test_beat_schedule_and_route(small_fleet, emulated):
     summary = poll_fabric_counters.run()
     assert summary["switches"] == 26 and summary["failed"] == []
 
+    from fabric.tasks import reconcile_fabric_lldp
+
+    lldp = django_settings.CELERY_BEAT_SCHEDULE["fabric-reconcile-lldp"]
+    assert lldp["task"] == "fabric.tasks.reconcile_fabric_lldp"
+    assert lldp["task"] in django_settings.CELERY_TASK_ROUTES
+    assert reconcile_fabric_lldp.run() == {
+        "checked": 26, "failed": {}, "findings": 0, "opened": [], "resolved": 0,
+    }
+
 
 def test_driver_errors_of_the_expected_kind_are_recorded(small_fleet, emulated, monkeypatch):
     def refuse(self):
