@@ -1,0 +1,162 @@
+"""What the fabric monitor remembers about switches: poll state, latest counters, a bounded
+history, LLDP neighbors as last seen and the reconciliation findings.
+
+The history is a ring buffer: each port has at most `FABRIC_HISTORY_SECONDS /
+FABRIC_HISTORY_RESOLUTION_SECONDS` rows (one per time slot, overwritten a day later), so the
+table cannot grow without bound however long the poller runs.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+
+from inventory.models import Switch, SwitchPort
+
+
+class SwitchPollState(models.Model):
+    """The outcome of the latest poll of one switch and a summary of its load."""
+
+    switch = models.OneToOneField(Switch, on_delete=models.CASCADE, related_name="poll_state")
+    last_polled_at = models.DateTimeField(null=True, blank=True)
+    last_seen_at = models.DateTimeField(
+        null=True, blank=True, help_text="Last time the switch answered a poll"
+    )
+    last_error = models.TextField(blank=True)
+    consecutive_failures = models.PositiveIntegerField(default=0)
+    poll_seconds = models.FloatField(null=True, blank=True, help_text="Duration of the last poll")
+    ports_up = models.PositiveIntegerField(default=0)
+    ports_down = models.PositiveIntegerField(default=0)
+    in_bytes_per_second = models.FloatField(default=0)
+    out_bytes_per_second = models.FloatField(default=0)
+    pfc_pause_per_second = models.FloatField(default=0, help_text="PFC frames rx+tx per second")
+    ecn_marked_per_second = models.FloatField(default=0)
+    mean_utilization = models.FloatField(default=0, help_text="0..1 over oper-up ports")
+    max_utilization = models.FloatField(default=0)
+
+    def __str__(self) -> str:
+        return f"poll state of {self.switch_id}"
+
+    @property
+    def reachable(self) -> bool:
+        return self.last_seen_at is not None and self.consecutive_failures == 0
+
+
+class PortCounterLatest(models.Model):
+    """The latest cumulative counters of one port and the rates from the two latest samples.
+
+    Rates are bytes (or frames, packets) per second; `pfc_*_rates` and the cumulative PFC and
+    ECN fields are lists indexed by priority (PFC) or queue (ECN).
+    """
+
+    port = models.OneToOneField(SwitchPort, on_delete=models.CASCADE, related_name="counters")
+    sampled_at = models.DateTimeField()
+    admin_up = models.BooleanField(default=False)
+    oper_up = models.BooleanField(default=False)
+    speed_mbps = models.PositiveIntegerField(default=0)
+    in_octets = models.DecimalField(max_digits=24, decimal_places=0, default=0)
+    out_octets = models.DecimalField(max_digits=24, decimal_places=0, default=0)
+    in_packets = models.DecimalField(max_digits=24, decimal_places=0, default=0)
+    out_packets = models.DecimalField(max_digits=24, decimal_places=0, default=0)
+    in_errors = models.DecimalField(max_digits=24, decimal_places=0, default=0)
+    out_errors = models.DecimalField(max_digits=24, decimal_places=0, default=0)
+    in_discards = models.DecimalField(max_digits=24, decimal_places=0, default=0)
+    out_discards = models.DecimalField(max_digits=24, decimal_places=0, default=0)
+    pfc_rx = models.JSONField(default=list)
+    pfc_tx = models.JSONField(default=list)
+    ecn_marked = models.JSONField(default=list)
+    # Rates; null until a second sample exists.
+    interval_seconds = models.FloatField(null=True, blank=True)
+    in_bytes_per_second = models.FloatField(null=True, blank=True)
+    out_bytes_per_second = models.FloatField(null=True, blank=True)
+    pfc_rx_rates = models.JSONField(default=list)
+    pfc_tx_rates = models.JSONField(default=list)
+    ecn_marked_per_second = models.FloatField(null=True, blank=True)
+    utilization = models.FloatField(null=True, blank=True, help_text="max(in, out) / line rate")
+    counter_reset = models.BooleanField(
+        default=False, help_text="A counter went backwards at the latest sample"
+    )
+
+    def __str__(self) -> str:
+        return f"counters of port {self.port_id}"
+
+
+class PortCounterHistory(models.Model):
+    """One time slot of a port's rates; slot = (epoch // resolution) % slots, rewritten when the
+    ring comes round again."""
+
+    port = models.ForeignKey(SwitchPort, on_delete=models.CASCADE, related_name="counter_history")
+    slot = models.PositiveIntegerField()
+    bucket_start = models.DateTimeField(db_index=True)
+    in_bytes_per_second = models.FloatField(default=0)
+    out_bytes_per_second = models.FloatField(default=0)
+    pfc_rx_per_second = models.FloatField(default=0, help_text="All priorities")
+    pfc_tx_per_second = models.FloatField(default=0, help_text="All priorities")
+    ecn_marked_per_second = models.FloatField(default=0)
+    utilization = models.FloatField(default=0)
+    oper_up = models.BooleanField(default=False)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["port", "slot"], name="fabric_history_port_slot"),
+        ]
+        indexes = [models.Index(fields=["port", "bucket_start"], name="fabric_history_port_time")]
+
+    def __str__(self) -> str:
+        return f"port {self.port_id} at {self.bucket_start:%Y-%m-%d %H:%M}"
+
+
+class LldpObservation(models.Model):
+    """An LLDP neighbor one switch port reported at the latest LLDP collection."""
+
+    port = models.OneToOneField(SwitchPort, on_delete=models.CASCADE, related_name="lldp")
+    remote_system_name = models.CharField(max_length=255)
+    remote_port_id = models.CharField(max_length=255)
+    remote_port_description = models.CharField(max_length=255, blank=True)
+    remote_chassis_id = models.CharField(max_length=64, blank=True)
+    seen_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.port_id} -> {self.remote_system_name} {self.remote_port_id}"
+
+
+class LldpFinding(models.Model):
+    """A difference between what LLDP sees and what the cable inventory says.
+
+    Open findings are unique per (kind, key); a finding that disappears at a later
+    reconciliation is resolved, and one that appears again opens a new row.
+    """
+
+    class Kind(models.TextChoices):
+        MISSING = "missing", "missing (cabled, no LLDP neighbor)"
+        UNEXPECTED = "unexpected", "unexpected (LLDP neighbor, no cable)"
+        SWAPPED = "swapped", "swapped (two cables crossed)"
+        MISMATCHED = "mismatched", "mismatched (another neighbor than the cable's)"
+
+    kind = models.CharField(max_length=16, choices=Kind.choices, db_index=True)
+    key = models.CharField(max_length=255, help_text="Stable identity, e.g. the ports involved")
+    summary = models.CharField(max_length=500)
+    switches = models.JSONField(default=list)
+    ports = models.JSONField(default=list, help_text="'switch:port' names involved")
+    nodes = models.JSONField(default=list)
+    details = models.JSONField(default=dict)
+    first_seen_at = models.DateTimeField()
+    last_seen_at = models.DateTimeField()
+    resolved_at = models.DateTimeField(null=True, blank=True, db_index=True)
+
+    class Meta:
+        ordering = ["-last_seen_at", "kind", "key"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["kind", "key"],
+                condition=Q(resolved_at__isnull=True),
+                name="fabric_lldp_finding_open_unique",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.summary
+
+    @property
+    def is_open(self) -> bool:
+        return self.resolved_at is None

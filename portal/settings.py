@@ -219,6 +219,37 @@ CELERY_BEAT_SCHEDULE.update(
 )
 # --- end of jobs app block ----------------------------------------------------------------------
 
+# --- fabric-monitor: counter polling and LLDP reconciliation (fabric/polling.py, lldp.py) ------
+CELERY_TASK_ROUTES |= {
+    "fabric.tasks.poll_fabric_counters": {"queue": "periodic"},
+    "fabric.tasks.reconcile_fabric_lldp": {"queue": "periodic"},
+}
+CELERY_BEAT_SCHEDULE |= {
+    "fabric-poll-counters": {
+        "task": "fabric.tasks.poll_fabric_counters",
+        "schedule": env_float(ENV, "FABRIC_POLL_INTERVAL", 60.0),
+        # A poll that waited longer than one interval is stale: the next one is due anyway.
+        "options": {"expires": env_float(ENV, "FABRIC_POLL_INTERVAL", 60.0)},
+    },
+    "fabric-reconcile-lldp": {
+        "task": "fabric.tasks.reconcile_fabric_lldp",
+        "schedule": env_float(ENV, "FABRIC_LLDP_INTERVAL", 300.0),
+    },
+}
+# Switches read at once by one poll (threads; each waits on SSH, not on the CPU).
+FABRIC_POLL_CONCURRENCY = env_int(ENV, "FABRIC_POLL_CONCURRENCY", 16)
+# History: one row per port per resolution slot, kept as a ring of this many seconds.
+FABRIC_HISTORY_SECONDS = env_int(ENV, "FABRIC_HISTORY_SECONDS", 86400)
+FABRIC_HISTORY_RESOLUTION_SECONDS = env_int(ENV, "FABRIC_HISTORY_RESOLUTION_SECONDS", 60)
+# Rail imbalance (paper Observation 7): a rail under RATIO x the median of the other rails
+# for SAMPLES consecutive history samples.
+FABRIC_RAIL_IMBALANCE_RATIO = env_float(ENV, "FABRIC_RAIL_IMBALANCE_RATIO", 0.5)
+FABRIC_RAIL_IMBALANCE_SAMPLES = env_int(ENV, "FABRIC_RAIL_IMBALANCE_SAMPLES", 3)
+# The "fabric" event carries every port's state and load up to this many ports (SAKURAONE:
+# 2,164, about 40 kB); above it only per-switch summaries.
+FABRIC_EVENT_MAX_PORTS = env_int(ENV, "FABRIC_EVENT_MAX_PORTS", 5000)
+# --- end fabric-monitor ------------------------------------------------------------------------
+
 # --- Actions (DESIGN.md section 3) --------------------------------------------------------------
 ACTION_RETRY_BASE_SECONDS = env_float(ENV, "ACTION_RETRY_BASE_SECONDS", 5.0)
 ACTION_RETRY_MAX_SECONDS = env_float(ENV, "ACTION_RETRY_MAX_SECONDS", 300.0)

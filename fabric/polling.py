@@ -1,0 +1,509 @@
+"""Counter polling (writes): ask every switch for its ports and counters, concurrently with a
+bound, then store the latest sample per port, rates from the previous sample, one history slot
+per port, and each switch's poll state; publish a compact "fabric" event on commit.
+
+Switches are read in a thread pool without touching the database (drivers are plain I/O); the
+results are written in one transaction by the calling thread. An unreachable switch records its
+error and keeps its last-seen time; the others are stored as usual.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import JSONField
+from django.utils import timezone
+
+from fabric.drivers.base import (
+    CounterSnapshot,
+    FabricError,
+    PortCounters,
+    PortStatus,
+    SwitchTarget,
+    get_fabric_driver,
+)
+from fabric.models import PortCounterHistory, PortCounterLatest, SwitchPollState
+from inventory.models import Switch, SwitchPort
+from portal.realtime import publish
+
+logger = logging.getLogger(__name__)
+
+COUNTER_WRAP = 2**64  # SAI counters are unsigned 64-bit
+FABRIC_GROUP = "fabric"
+
+
+def switch_target(switch: Switch) -> SwitchTarget:
+    """How to reach an inventory switch."""
+    return SwitchTarget(
+        hostname=switch.hostname,
+        address=switch.management_address or switch.hostname,
+        credentials_ref=switch.credentials_ref,
+    )
+
+
+@dataclass
+class SwitchReading:
+    """What one poll of one switch returned (or why it did not)."""
+
+    hostname: str
+    ports: list[PortStatus] = field(default_factory=list)
+    snapshot: CounterSnapshot | None = None
+    error: str = ""
+    seconds: float = 0.0
+
+
+def read_switch(target: SwitchTarget) -> SwitchReading:
+    """Ports and counters of one switch; any driver error is captured, never raised."""
+    started = time.monotonic()
+    driver = None
+    try:
+        driver = get_fabric_driver(target)  # inside: a misconfigured driver fails each switch
+        ports = driver.ports()
+        snapshot = driver.counters()
+        return SwitchReading(target.hostname, ports, snapshot,
+                             seconds=time.monotonic() - started)
+    except FabricError as error:
+        return SwitchReading(target.hostname, error=str(error) or type(error).__name__,
+                             seconds=time.monotonic() - started)
+    except Exception as error:  # a driver bug on one switch must not stop the others
+        logger.exception("polling %s failed", target.hostname)
+        return SwitchReading(target.hostname, error=f"{type(error).__name__}: {error}",
+                             seconds=time.monotonic() - started)
+    finally:
+        try:
+            if driver is not None:
+                driver.close()
+        except Exception:
+            logger.debug("closing the driver of %s failed", target.hostname, exc_info=True)
+
+
+def read_switches(
+    targets: list[SwitchTarget], concurrency: int | None = None
+) -> list[SwitchReading]:
+    """Read every target with at most `concurrency` (FABRIC_POLL_CONCURRENCY) at a time."""
+    if not targets:
+        return []
+    workers = max(1, min(concurrency or settings.FABRIC_POLL_CONCURRENCY, len(targets)))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fabric-poll") as pool:
+        return list(pool.map(read_switch, targets))
+
+
+# -- rates ---------------------------------------------------------------------------------------
+
+
+def counter_delta(previous: int, current: int) -> tuple[int, bool]:
+    """How far a cumulative counter moved, and whether it went backwards.
+
+    A counter close to 2**64 that comes back small wrapped; any other step backwards is a reset
+    (a reboot or `sonic-clear counters`), after which the counter counted up from zero.
+    """
+    if current >= previous:
+        return current - previous, False
+    if previous > COUNTER_WRAP - 2**62:
+        return current + COUNTER_WRAP - previous, False
+    return current, True
+
+
+@dataclass(frozen=True)
+class PortRates:
+    in_bytes_per_second: float
+    out_bytes_per_second: float
+    pfc_rx_rates: list[float]
+    pfc_tx_rates: list[float]
+    ecn_marked_per_second: float
+    counter_reset: bool
+
+
+def _as_list(values: dict[int, int], length: int = 8) -> list[int]:
+    return [int(values.get(index, 0)) for index in range(length)]
+
+
+def compute_rates(
+    previous: Mapping, current: PortCounters, seconds: float
+) -> PortRates | None:
+    """Rates between the stored sample (a mapping with in_octets, out_octets, pfc_rx, pfc_tx,
+    ecn_marked) and a new one; None when no time has passed."""
+    if seconds <= 0:
+        return None
+    reset = False
+
+    def rate(before, after) -> float:
+        nonlocal reset
+        delta, went_back = counter_delta(int(before), int(after))
+        reset = reset or went_back
+        return delta / seconds
+
+    def rates(before: list, after: list[int]) -> list[float]:
+        before = list(before) + [0] * (len(after) - len(before))
+        return [rate(b, a) for b, a in zip(before, after, strict=False)]
+
+    in_rate = rate(previous["in_octets"], current.in_octets)
+    out_rate = rate(previous["out_octets"], current.out_octets)
+    pfc_rx = rates(previous["pfc_rx"], _as_list(current.pfc_rx))
+    pfc_tx = rates(previous["pfc_tx"], _as_list(current.pfc_tx))
+    ecn = sum(rates(previous["ecn_marked"], _as_list(current.ecn_marked)))
+    return PortRates(in_rate, out_rate, pfc_rx, pfc_tx, ecn, reset)
+
+
+# -- history -------------------------------------------------------------------------------------
+
+
+def history_slots() -> int:
+    return max(1, settings.FABRIC_HISTORY_SECONDS // settings.FABRIC_HISTORY_RESOLUTION_SECONDS)
+
+
+def history_slot(moment: datetime) -> tuple[int, datetime]:
+    """The ring-buffer slot of a moment and the start of its bucket."""
+    resolution = settings.FABRIC_HISTORY_RESOLUTION_SECONDS
+    bucket = int(moment.timestamp()) // resolution
+    start = datetime.fromtimestamp(bucket * resolution, tz=UTC)
+    return bucket % history_slots(), start
+
+
+def prune_history(now: datetime | None = None) -> int:
+    """Delete history older than FABRIC_HISTORY_SECONDS (rows of ports no longer polled, which
+    the ring would otherwise keep). Returns the number of rows deleted."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=settings.FABRIC_HISTORY_SECONDS)
+    deleted, _ = PortCounterHistory.objects.filter(bucket_start__lt=cutoff).delete()
+    return deleted
+
+
+# -- storing a poll ------------------------------------------------------------------------------
+
+
+@dataclass
+class PollResult:
+    polled_at: datetime
+    switches: int = 0
+    failed: list[str] = field(default_factory=list)
+    ports: int = 0
+    seconds: float = 0.0
+    read_seconds: float = 0.0
+    pruned: int = 0
+
+    def as_dict(self) -> dict:
+        return {
+            "polled_at": self.polled_at.isoformat(),
+            "switches": self.switches,
+            "failed": self.failed,
+            "ports": self.ports,
+            "seconds": round(self.seconds, 3),
+            "read_seconds": round(self.read_seconds, 3),
+            "pruned": self.pruned,
+        }
+
+
+def poll_fabric(
+    *, switches: list[Switch] | None = None, concurrency: int | None = None
+) -> PollResult:
+    """Poll every inventory switch (or `switches`) once and store the results."""
+    started = time.monotonic()
+    polled_at = timezone.now()
+    switches = list(switches if switches is not None else Switch.objects.order_by("hostname"))
+    readings = read_switches([switch_target(switch) for switch in switches], concurrency)
+    read_seconds = time.monotonic() - started
+    result = PollResult(polled_at=polled_at, switches=len(switches), read_seconds=read_seconds)
+    with transaction.atomic():
+        summaries = store_readings(switches, readings, polled_at, result)
+        # Prune against the switches' clock: samples carry the time the switch reported.
+        newest = max((r.snapshot.taken_at for r in readings if r.snapshot), default=polled_at)
+        result.pruned = prune_history(newest)
+        if result.ports > settings.FABRIC_EVENT_MAX_PORTS:
+            # Keep the event compact on a large fabric: per-switch summaries only; pages that
+            # draw every port re-read them when they see "ports_omitted".
+            for summary in summaries.values():
+                summary.pop("ports", None)
+        publish(FABRIC_GROUP, "fabric.poll", {
+            "polled_at": polled_at,
+            "switches": summaries,
+            "ports_omitted": result.ports > settings.FABRIC_EVENT_MAX_PORTS,
+        })
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def _status_letter(admin_up: bool, oper_up: bool) -> str:
+    """U up, D down (admin up, no link), X administratively shut."""
+    if not admin_up:
+        return "X"
+    return "U" if oper_up else "D"
+
+
+def store_readings(
+    switches: list[Switch], readings: list[SwitchReading], polled_at: datetime, result: PollResult
+) -> dict[str, dict]:
+    """Write latest counters, rates, history and poll state; return the per-switch summary the
+    "fabric" event carries.
+
+    Rows travel as dicts of column values rather than model instances: at scale 20 a poll
+    handles 43,000 ports, and instantiating models twice per port was a third of its time.
+    """
+    by_switch = {switch.hostname: switch for switch in switches}
+    states = {
+        state.switch_id: state
+        for state in SwitchPollState.objects.filter(switch__in=switches)
+    }
+    ok_ids = [by_switch[r.hostname].pk for r in readings if not r.error]
+    inventory_ports = {
+        (switch_id, name): (port_id, admin, oper)
+        for port_id, switch_id, name, admin, oper in SwitchPort.objects.filter(
+            switch_id__in=ok_ids, breakout_mode=""
+        ).values_list("id", "switch_id", "name", "admin_status", "oper_status")
+    }
+    latest = {
+        row["port_id"]: row
+        for row in PortCounterLatest.objects.filter(port__switch_id__in=ok_ids).values(
+            *PREVIOUS_SAMPLE_FIELDS
+        )
+    }
+    new_latest: list[dict] = []
+    history: list[dict] = []
+    changed_ports: list[tuple[int, str, str]] = []
+    summaries: dict[str, dict] = {}
+    for reading in readings:
+        switch = by_switch[reading.hostname]
+        state = states.get(switch.pk) or SwitchPollState(switch=switch)
+        state.last_polled_at = polled_at
+        state.poll_seconds = reading.seconds
+        if reading.error:
+            state.last_error = reading.error[:2000]
+            state.consecutive_failures += 1
+            states[switch.pk] = state
+            result.failed.append(reading.hostname)
+            summaries[reading.hostname] = {"ok": False, "error": state.last_error[:200]}
+            continue
+        taken_at = reading.snapshot.taken_at
+        slot, bucket_start = history_slot(taken_at)
+        statuses = {port.name: port for port in reading.ports}
+        port_codes: dict[str, str] = {}
+        totals = {"in": 0.0, "out": 0.0, "pfc": 0.0, "ecn": 0.0}
+        utilizations: list[float] = []
+        for counters in reading.snapshot.ports:
+            known = inventory_ports.get((switch.pk, counters.name))
+            status = statuses.get(counters.name)
+            if known is None or status is None:
+                continue  # the switch has ports the inventory does not list (e.g. management)
+            port_id, stored_admin, stored_oper = known
+            row = latest_row(port_id, status, counters, taken_at, latest.get(port_id))
+            new_latest.append(row)
+            result.ports += 1
+            utilization = row["utilization"] or 0.0
+            port_codes[counters.name] = (
+                f"{_status_letter(status.admin_up, status.oper_up)}{round(utilization * 100)}"
+            )
+            if row["in_bytes_per_second"] is not None:
+                totals["in"] += row["in_bytes_per_second"]
+                totals["out"] += row["out_bytes_per_second"]
+                totals["pfc"] += sum(row["pfc_rx_rates"]) + sum(row["pfc_tx_rates"])
+                totals["ecn"] += row["ecn_marked_per_second"] or 0.0
+                history.append(history_row(row, slot, bucket_start))
+            if status.oper_up:
+                utilizations.append(utilization)
+            admin = "up" if status.admin_up else "down"
+            oper = "up" if status.oper_up else "down"
+            if (stored_admin, stored_oper) != (admin, oper):
+                changed_ports.append((port_id, admin, oper))
+        state.last_seen_at = taken_at
+        state.last_error = ""
+        state.consecutive_failures = 0
+        state.ports_up = sum(1 for s in reading.ports if s.oper_up)
+        state.ports_down = sum(1 for s in reading.ports if s.admin_up and not s.oper_up)
+        state.in_bytes_per_second = totals["in"]
+        state.out_bytes_per_second = totals["out"]
+        state.pfc_pause_per_second = totals["pfc"]
+        state.ecn_marked_per_second = totals["ecn"]
+        state.mean_utilization = sum(utilizations) / len(utilizations) if utilizations else 0.0
+        state.max_utilization = max(utilizations, default=0.0)
+        states[switch.pk] = state
+        summaries[reading.hostname] = {
+            "ok": True,
+            "in_bps": round(totals["in"]),
+            "out_bps": round(totals["out"]),
+            "mean_util": round(state.mean_utilization, 4),
+            "max_util": round(state.max_utilization, 4),
+            "up": state.ports_up,
+            "down": state.ports_down,
+            "ports": port_codes,
+        }
+    _save_states(list(states.values()))
+    upsert(PortCounterLatest, new_latest, unique_fields=["port"])
+    upsert(PortCounterHistory, history, unique_fields=["port", "slot"])
+    _record_port_status(changed_ports, polled_at)
+    return summaries
+
+
+def _record_port_status(changed: list[tuple[int, str, str]], seen_at: datetime) -> None:
+    """Copy admin/oper status into the inventory's ports where it changed."""
+    if not changed:
+        return
+    if connection.vendor != "postgresql":
+        ports = SwitchPort.objects.in_bulk([port_id for port_id, _, _ in changed])
+        for port_id, admin, oper in changed:
+            port = ports[port_id]
+            port.admin_status, port.oper_status, port.last_seen_at = admin, oper, seen_at
+        SwitchPort.objects.bulk_update(
+            list(ports.values()), ["admin_status", "oper_status", "last_seen_at"], batch_size=500
+        )
+        return
+    # One statement, where bulk_update's CASE expression costs seconds for 40,000 ports.
+    table = connection.ops.quote_name(SwitchPort._meta.db_table)
+    ids, admins, opers = (list(column) for column in zip(*changed, strict=True))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} AS port SET admin_status = changed.admin, "  # noqa: S608
+            "oper_status = changed.oper, last_seen_at = %s "
+            "FROM (SELECT unnest(%s::bigint[]) AS id, unnest(%s::text[]) AS admin, "
+            "unnest(%s::text[]) AS oper) AS changed WHERE port.id = changed.id",
+            [seen_at, ids, admins, opers],
+        )
+
+
+def upsert(model, rows: list[dict], *, unique_fields: list[str]) -> None:
+    """Insert `rows` ({attname: value}, every concrete field but the primary key), or update
+    every other column where `unique_fields` already exist.
+
+    On PostgreSQL through COPY into a temporary table and one INSERT ... ON CONFLICT: the ORM's
+    per-value preparation was most of a poll's time (43,000 ports at scale 20). Elsewhere
+    (SQLite for the demo) through bulk_create.
+    """
+    if not rows:
+        return
+    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    unique_columns = [model._meta.get_field(name).column for name in unique_fields]
+    updated = [f.column for f in fields if f.column not in unique_columns]
+    if connection.vendor != "postgresql":
+        model.objects.bulk_create(
+            [model(**row) for row in rows], update_conflicts=True, unique_fields=unique_fields,
+            update_fields=[f.name for f in fields if f.column in updated], batch_size=2000,
+        )
+        return
+    from psycopg.types.json import Jsonb
+
+    quote = connection.ops.quote_name
+    table = quote(model._meta.db_table)
+    staging = quote(f"{model._meta.db_table}_staging")
+    columns = ", ".join(quote(f.column) for f in fields)
+    is_json = [isinstance(f, JSONField) for f in fields]
+    attnames = [f.attname for f in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"CREATE TEMPORARY TABLE IF NOT EXISTS {staging} ON COMMIT DELETE ROWS AS "  # noqa: S608
+            f"SELECT {columns} FROM {table} WITH NO DATA"
+        )
+        with cursor.cursor.copy(f"COPY {staging} ({columns}) FROM STDIN") as copy:
+            for row in rows:
+                values = [row[name] for name in attnames]
+                for position, json_field in enumerate(is_json):
+                    if json_field:
+                        values[position] = Jsonb(values[position])
+                copy.write_row(values)
+        assignments = ", ".join(f"{quote(c)} = EXCLUDED.{quote(c)}" for c in updated)
+        conflict = ", ".join(quote(c) for c in unique_columns)
+        cursor.execute(
+            f"INSERT INTO {table} ({columns}) SELECT {columns} FROM {staging} "  # noqa: S608
+            f"ON CONFLICT ({conflict}) DO UPDATE SET {assignments}"
+        )
+        cursor.execute(f"DELETE FROM {staging}")  # noqa: S608 - a second upsert may follow
+
+
+def _save_states(states: list[SwitchPollState]) -> None:
+    new = [state for state in states if state.pk is None]
+    old = [state for state in states if state.pk is not None]
+    if new:
+        SwitchPollState.objects.bulk_create(new)
+    if old:
+        SwitchPollState.objects.bulk_update(
+            old,
+            [f.name for f in SwitchPollState._meta.concrete_fields
+             if f.name not in ("id", "switch")],
+        )
+
+
+PREVIOUS_SAMPLE_FIELDS = (
+    "port_id", "sampled_at", "in_octets", "out_octets", "pfc_rx", "pfc_tx", "ecn_marked",
+    "interval_seconds", "in_bytes_per_second", "out_bytes_per_second", "pfc_rx_rates",
+    "pfc_tx_rates", "ecn_marked_per_second", "utilization",
+)
+_CARRIED_RATES = PREVIOUS_SAMPLE_FIELDS[7:]
+
+
+def latest_row(
+    port_id: int,
+    status: PortStatus,
+    counters: PortCounters,
+    taken_at: datetime,
+    previous: Mapping | None,
+) -> dict:
+    """The PortCounterLatest columns of a new sample, with rates from `previous` (a mapping of
+    PREVIOUS_SAMPLE_FIELDS), if any."""
+    row = {
+        "port_id": port_id,
+        "sampled_at": taken_at,
+        "admin_up": status.admin_up,
+        "oper_up": status.oper_up,
+        "speed_mbps": status.speed_mbps,
+        "in_octets": counters.in_octets,
+        "out_octets": counters.out_octets,
+        "in_packets": counters.in_packets,
+        "out_packets": counters.out_packets,
+        "in_errors": counters.in_errors,
+        "out_errors": counters.out_errors,
+        "in_discards": counters.in_discards,
+        "out_discards": counters.out_discards,
+        "pfc_rx": _as_list(counters.pfc_rx),
+        "pfc_tx": _as_list(counters.pfc_tx),
+        "ecn_marked": _as_list(counters.ecn_marked),
+        "interval_seconds": None,
+        "in_bytes_per_second": None,
+        "out_bytes_per_second": None,
+        "pfc_rx_rates": [],
+        "pfc_tx_rates": [],
+        "ecn_marked_per_second": None,
+        "utilization": None,
+        "counter_reset": False,
+    }
+    if previous is None:
+        return row
+    seconds = (taken_at - previous["sampled_at"]).total_seconds()
+    rates = compute_rates(previous, counters, seconds)
+    if rates is None:
+        # Same instant as the stored sample (two polls within the driver's clock resolution):
+        # keep the previous rates rather than reporting nothing.
+        row.update({name: previous[name] for name in _CARRIED_RATES})
+        return row
+    line_rate = status.speed_mbps * 1_000_000 / 8
+    busiest = max(rates.in_bytes_per_second, rates.out_bytes_per_second)
+    row.update(
+        interval_seconds=seconds,
+        in_bytes_per_second=rates.in_bytes_per_second,
+        out_bytes_per_second=rates.out_bytes_per_second,
+        pfc_rx_rates=rates.pfc_rx_rates,
+        pfc_tx_rates=rates.pfc_tx_rates,
+        ecn_marked_per_second=rates.ecn_marked_per_second,
+        counter_reset=rates.counter_reset,
+        utilization=min(1.0, busiest / line_rate) if line_rate else 0.0,
+    )
+    return row
+
+
+def history_row(row: dict, slot: int, bucket_start: datetime) -> dict:
+    return {
+        "port_id": row["port_id"],
+        "slot": slot,
+        "bucket_start": bucket_start,
+        "in_bytes_per_second": row["in_bytes_per_second"] or 0.0,
+        "out_bytes_per_second": row["out_bytes_per_second"] or 0.0,
+        "pfc_rx_per_second": sum(row["pfc_rx_rates"]),
+        "pfc_tx_per_second": sum(row["pfc_tx_rates"]),
+        "ecn_marked_per_second": row["ecn_marked_per_second"] or 0.0,
+        "utilization": row["utilization"] or 0.0,
+        "oper_up": row["oper_up"],
+    }

@@ -1,0 +1,285 @@
+"""Reads of the fabric monitor, for cluster-wide roles only (the fabric is not tenant data).
+
+Every list here costs a constant number of queries whatever the fabric's size.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from fabric.models import LldpFinding, PortCounterHistory, PortCounterLatest
+from inventory.models import Switch, SwitchPort
+from inventory.selectors import active_cables, port_list, switch_list
+from portal.errors import InvalidInput, NotFound
+from portal.models.accounts import CLUSTER_WIDE_ROLES
+
+
+def can_read_fabric(user) -> bool:
+    return getattr(user, "role", None) in CLUSTER_WIDE_ROLES
+
+
+def monitored_switches(*, user, filters: dict | None = None) -> QuerySet[Switch]:
+    """Switches `user` may see, with their latest poll state joined in (one query)."""
+    return switch_list(user=user, filters=filters).select_related("poll_state").order_by(
+        "role", "pod__name", "rail", "hostname"
+    )
+
+
+def monitored_switch(*, user, hostname: str) -> Switch:
+    switch = monitored_switches(user=user).filter(hostname=hostname).first()
+    if switch is None:
+        raise NotFound(f"No switch {hostname!r}.")
+    return switch
+
+
+def monitored_ports(*, user, switch: Switch | None = None,
+                    filters: dict | None = None) -> QuerySet[SwitchPort]:
+    """Interfaces (not broken-out cages) with their latest counters and cables joined in."""
+    return (
+        port_list(user=user, switch=switch, filters=filters)
+        .filter(breakout_mode="")
+        .select_related("counters", "lldp")
+    )
+
+
+def port_history(*, port: SwitchPort, since: datetime | None = None,
+                 until: datetime | None = None) -> QuerySet[PortCounterHistory]:
+    """A port's history rows, oldest first, within the retention window."""
+    now = timezone.now()
+    window = timedelta(seconds=settings.FABRIC_HISTORY_SECONDS)
+    since = max(since, now - window) if since else now - window
+    rows = PortCounterHistory.objects.filter(port=port, bucket_start__gte=since)
+    if until:
+        rows = rows.filter(bucket_start__lte=until)
+    return rows.order_by("bucket_start")
+
+
+def lldp_findings(*, user, open_only: bool = True,
+                  kind: str | None = None) -> QuerySet[LldpFinding]:
+    if not can_read_fabric(user):
+        return LldpFinding.objects.none()
+    findings = LldpFinding.objects.all()
+    if open_only:
+        findings = findings.filter(resolved_at__isnull=True)
+    if kind:
+        if kind not in LldpFinding.Kind.values:
+            raise InvalidInput({"kind": [f"unknown kind {kind!r} (known: "
+                                         f"{', '.join(LldpFinding.Kind.values)})"]})
+        findings = findings.filter(kind=kind)
+    return findings.order_by("kind", "key")
+
+
+# -- aggregates ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Throughput:
+    """Summed rates of a group of ports (bytes/s, frames/s, packets/s)."""
+
+    ports: int = 0
+    ports_up: int = 0
+    in_bytes_per_second: float = 0.0
+    out_bytes_per_second: float = 0.0
+    pfc_rx_per_second: list[float] = field(default_factory=lambda: [0.0] * 8)
+    pfc_tx_per_second: list[float] = field(default_factory=lambda: [0.0] * 8)
+    ecn_marked_per_second: float = 0.0
+
+    def add(self, row: PortCounterLatest | None) -> None:
+        self.ports += 1
+        if row is None:
+            return
+        self.ports_up += int(row.oper_up)
+        if row.in_bytes_per_second is None:
+            return
+        self.in_bytes_per_second += row.in_bytes_per_second
+        self.out_bytes_per_second += row.out_bytes_per_second or 0.0
+        for index, value in enumerate(row.pfc_rx_rates[:8]):
+            self.pfc_rx_per_second[index] += value
+        for index, value in enumerate(row.pfc_tx_rates[:8]):
+            self.pfc_tx_per_second[index] += value
+        self.ecn_marked_per_second += row.ecn_marked_per_second or 0.0
+
+
+@dataclass
+class SwitchAggregate:
+    hostname: str
+    role: str
+    pod: str | None
+    rail: int | None
+    host_facing: Throughput = field(default_factory=Throughput)
+    uplinks: Throughput = field(default_factory=Throughput)
+    other: Throughput = field(default_factory=Throughput)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class RailAggregate:
+    rail: int
+    leafs: list[str] = field(default_factory=list)
+    total: Throughput = field(default_factory=Throughput)
+    host_facing: Throughput = field(default_factory=Throughput)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _port_far_ends() -> dict[int, str]:
+    """Port id -> "nic" or "switch": what each cabled switch port faces (one query)."""
+    far: dict[int, str] = {}
+    for a_port, b_port, a_nic, b_nic in active_cables().values_list(
+        "a_port_id", "b_port_id", "a_nic_id", "b_nic_id"
+    ):
+        if a_port:
+            far[a_port] = "nic" if b_nic else "switch"
+        if b_port:
+            far[b_port] = "nic" if a_nic else "switch"
+    return far
+
+
+def switch_aggregates(*, user, role: str | None = None) -> list[SwitchAggregate]:
+    """Per switch: host-facing, uplink and other throughput, PFC and ECN rates (3 queries)."""
+    switches = {s.pk: s for s in switch_list(user=user).select_related(None).select_related("pod")}
+    if role:
+        switches = {pk: s for pk, s in switches.items() if s.role == role}
+    aggregates = {
+        pk: SwitchAggregate(s.hostname, s.role, s.pod.name if s.pod_id else None, s.rail)
+        for pk, s in switches.items()
+    }
+    far = _port_far_ends()
+    rows = PortCounterLatest.objects.filter(port__switch_id__in=list(switches)).select_related(
+        "port"
+    ).only(
+        "port__switch_id", "oper_up", "in_bytes_per_second", "out_bytes_per_second",
+        "pfc_rx_rates", "pfc_tx_rates", "ecn_marked_per_second",
+    )
+    for row in rows:
+        aggregate = aggregates[row.port.switch_id]
+        kind = far.get(row.port_id)
+        target = {"nic": aggregate.host_facing, "switch": aggregate.uplinks}.get(
+            kind, aggregate.other
+        )
+        target.add(row)
+    return sorted(aggregates.values(), key=lambda a: (a.role, a.pod or "", a.rail or 0, a.hostname))
+
+
+def rail_aggregates(*, user) -> list[RailAggregate]:
+    """Per rail r: every port of the leafs serving rail r (all pods), and their host-facing
+    share."""
+    rails: dict[int, RailAggregate] = {}
+    for aggregate in switch_aggregates(user=user, role=Switch.Role.LEAF):
+        if aggregate.rail is None:
+            continue
+        rail = rails.setdefault(aggregate.rail, RailAggregate(aggregate.rail))
+        rail.leafs.append(aggregate.hostname)
+        for part in (aggregate.host_facing, aggregate.uplinks, aggregate.other):
+            _merge(rail.total, part)
+        _merge(rail.host_facing, aggregate.host_facing)
+    return [rails[r] for r in sorted(rails)]
+
+
+def _merge(into: Throughput, part: Throughput) -> None:
+    into.ports += part.ports
+    into.ports_up += part.ports_up
+    into.in_bytes_per_second += part.in_bytes_per_second
+    into.out_bytes_per_second += part.out_bytes_per_second
+    into.ecn_marked_per_second += part.ecn_marked_per_second
+    for index in range(8):
+        into.pfc_rx_per_second[index] += part.pfc_rx_per_second[index]
+        into.pfc_tx_per_second[index] += part.pfc_tx_per_second[index]
+
+
+# -- the heat map --------------------------------------------------------------------------------
+
+
+@dataclass
+class HeatCell:
+    name: str
+    state: str  # U up, D down (admin up, no link), X admin down, ? never polled
+    utilization: float | None
+    faces: str  # "nic", "switch" or ""
+
+    @property
+    def percent(self) -> int | None:
+        return None if self.utilization is None else round(self.utilization * 100)
+
+    @property
+    def level(self) -> int:
+        """0-5 load band for the colour (static/js/fabric.js computes it the same way); the
+        mark and the title carry the same fact as text."""
+        if self.state != "U" or self.percent is None:
+            return 0
+        return min(5, 1 + self.percent * 5 // 100)
+
+    @property
+    def mark(self) -> str:
+        """The character in the cell: load in tens of percent when up, else the state."""
+        if self.state == "U" and self.percent is not None:
+            return str(min(9, self.percent // 10))
+        return self.state
+
+    @property
+    def description(self) -> str:
+        words = {"U": "up", "D": "down", "X": "shut down", "?": "not polled yet"}[self.state]
+        load = f", {self.percent}% load" if self.state == "U" and self.percent is not None else ""
+        faces = {"nic": ", host-facing", "switch": ", uplink"}.get(self.faces, "")
+        return f"{self.name}: {words}{load}{faces}"
+
+    @property
+    def code(self) -> str:
+        """The compact form the "fabric" event uses: state letter + percent (U37)."""
+        return f"{self.state}{self.percent if self.percent is not None else ''}"
+
+
+@dataclass
+class HeatSwitch:
+    switch: Switch
+    cells: list[HeatCell]
+
+
+@dataclass
+class HeatMap:
+    pods: dict[str, list[HeatSwitch]]
+    spines: list[HeatSwitch]
+    others: list[HeatSwitch]
+
+
+def heat_map(*, user) -> HeatMap:
+    """Leafs by pod, spines, and other switches, each with a cell per interface (4 queries)."""
+    switches = list(monitored_switches(user=user))
+    far = _port_far_ends()
+    ports = (
+        SwitchPort.objects.filter(switch__in=switches, breakout_mode="")
+        .select_related("counters")
+        .only("id", "name", "index", "switch_id", "admin_status", "oper_status",
+              "counters__oper_up", "counters__admin_up", "counters__utilization")
+        .order_by("switch_id", "index", "name")
+    )
+    cells: dict[int, list[HeatCell]] = defaultdict(list)
+    for port in ports:
+        counters = getattr(port, "counters", None)
+        if counters is None:
+            state, utilization = "?", None
+        else:
+            state = "X" if not counters.admin_up else ("U" if counters.oper_up else "D")
+            utilization = counters.utilization
+        cells[port.switch_id].append(HeatCell(port.name, state, utilization, far.get(port.pk, "")))
+    heat = HeatMap(pods={}, spines=[], others=[])
+    for switch in switches:
+        entry = HeatSwitch(switch, cells.get(switch.pk, []))
+        if switch.role == Switch.Role.LEAF:
+            heat.pods.setdefault(switch.pod.name if switch.pod_id else "-", []).append(entry)
+        elif switch.role == Switch.Role.SPINE:
+            heat.spines.append(entry)
+        else:
+            heat.others.append(entry)
+    return heat
+
+

@@ -1,0 +1,26 @@
+"""Celery tasks of the fabric monitor: thin wrappers over fabric.polling and fabric.lldp."""
+
+from celery import shared_task
+
+
+@shared_task(name="fabric.tasks.poll_fabric_counters", acks_late=True)
+def poll_fabric_counters() -> dict:
+    """Poll every switch's ports and counters once (beat: FABRIC_POLL_INTERVAL)."""
+    from fabric.polling import poll_fabric
+
+    return poll_fabric().as_dict()
+
+
+@shared_task(name="fabric.tasks.reconcile_fabric_lldp", acks_late=True)
+def reconcile_fabric_lldp() -> dict:
+    """Read LLDP from every switch and compare with the cables (beat: FABRIC_LLDP_INTERVAL)."""
+    from fabric.lldp import collect_and_reconcile
+
+    run = collect_and_reconcile()
+    return {
+        "checked": len(run.checked),
+        "failed": run.failed,
+        "findings": len(run.findings),
+        "opened": [finding.key for finding in run.opened],
+        "resolved": run.resolved,
+    }

@@ -1,0 +1,102 @@
+"""Fabric monitoring pages: the live fabric (heat map), switch detail, LLDP findings, rail
+health. Cluster-wide roles only; reads go through fabric.selectors."""
+
+from __future__ import annotations
+
+from django.http import Http404
+from django.views.generic import TemplateView
+
+from fabric import selectors
+from fabric.models import LldpFinding
+from fabric.rail_health import detect_rail_imbalance, rail_throughput_for_nodes
+from inventory.selectors import nodes_behind_switch, nodes_from_hostlist
+from portal.errors import InvalidInput, NotFound
+from portal.views import RoleRequiredMixin
+
+
+class FabricLiveView(RoleRequiredMixin, TemplateView):
+    """Leafs per pod and spines, a cell per interface coloured and lettered by load/state."""
+
+    template_name = "fabric/switch_list.html"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        context["heat"] = selectors.heat_map(user=self.request.user)
+        context["open_findings"] = selectors.lldp_findings(user=self.request.user).count()
+        return context
+
+
+class SwitchDetailView(RoleRequiredMixin, TemplateView):
+    template_name = "fabric/switch_detail.html"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        user = self.request.user
+        try:
+            switch = selectors.monitored_switch(user=user, hostname=kwargs["hostname"])
+        except NotFound as error:
+            raise Http404(str(error)) from None
+        context.update(
+            switch=switch,
+            poll=getattr(switch, "poll_state", None),
+            ports=selectors.monitored_ports(user=user, switch=switch),
+            nodes_behind=nodes_behind_switch(switch),
+        )
+        return context
+
+
+class SwitchNodesView(RoleRequiredMixin, TemplateView):
+    """The nodes behind one switch, as an htmx fragment for the fabric page."""
+
+    template_name = "fabric/_nodes_behind.html"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        try:
+            switch = selectors.monitored_switch(user=self.request.user,
+                                                hostname=kwargs["hostname"])
+        except NotFound as error:
+            raise Http404(str(error)) from None
+        context.update(switch=switch, nodes_behind=nodes_behind_switch(switch))
+        return context
+
+
+class LldpView(RoleRequiredMixin, TemplateView):
+    template_name = "fabric/lldp.html"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        findings = list(selectors.lldp_findings(user=self.request.user))
+        context["findings"] = findings
+        context["counts"] = [
+            (kind, label, sum(1 for f in findings if f.kind == kind))
+            for kind, label in LldpFinding.Kind.choices
+        ]
+        return context
+
+
+class RailHealthView(RoleRequiredMixin, TemplateView):
+    template_name = "fabric/rail_health.html"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        expression = self.request.GET.get("nodes", "").strip()
+        context["expression"] = expression
+        if not expression:
+            return context
+        try:
+            nodes = nodes_from_hostlist(user=self.request.user, expression=expression)
+        except (InvalidInput, ValueError) as error:
+            detail = getattr(error, "detail", str(error))
+            if isinstance(detail, dict):
+                detail = "; ".join(str(m) for messages in detail.values() for m in messages)
+            context["error"] = detail
+            return context
+        rails = rail_throughput_for_nodes(nodes)
+        peak = max((rail.per_port_bytes_per_second for rail in rails), default=0) or 1
+        context["rails"] = [
+            {"rail": rail, "share": round(100 * rail.per_port_bytes_per_second / peak)}
+            for rail in rails
+        ]
+        context["verdict"] = detect_rail_imbalance(nodes)
+        return context

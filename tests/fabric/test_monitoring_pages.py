@@ -1,0 +1,122 @@
+"""Fabric pages: render for operators and viewers, refuse tenant admins, show the live heat map
+with marks (not colour alone), the switch detail with its actions block, LLDP and rail health;
+the "fabric" websocket group follows the same roles."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from fabric.lldp import collect_and_reconcile
+from portal.models import Role
+from portal.realtime import can_subscribe
+
+pytest_plugins = ["tests.fabric.fleet"]  # fixtures: fleets and the emulated fabric
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def browser_as(make_user):
+    def login(role, tenant=None):
+        user = make_user(role, tenant=tenant)
+        browser = Client()
+        assert browser.login(username=user.username, password="correct-horse-battery")
+        return browser
+
+    return login
+
+
+@pytest.fixture
+def polled(polled_fleet, settings):
+    settings.FABRIC_DRIVER = "fabric.drivers.emulated.EmulatedDriver"
+    return polled_fleet
+
+
+PAGES = [
+    ("fabric:switch-list", {}),
+    ("fabric:fabric-live", {}),
+    ("fabric:switch-detail", {"hostname": "leaf-p1-r0"}),
+    ("fabric:switch-nodes", {"hostname": "leaf-p1-r0"}),
+    ("fabric:lldp", {}),
+    ("fabric:rail-health", {}),
+]
+
+
+@pytest.mark.parametrize("role", [Role.OPERATOR, Role.VIEWER])
+@pytest.mark.parametrize(("name", "kwargs"), PAGES)
+def test_pages_render_for_cluster_roles(browser_as, polled, role, name, kwargs):
+    assert browser_as(role).get(reverse(name, kwargs=kwargs)).status_code == 200
+
+
+@pytest.mark.parametrize(("name", "kwargs"), PAGES)
+def test_tenant_admin_is_refused(browser_as, polled, tenant_a, name, kwargs):
+    page = browser_as(Role.TENANT_ADMIN, tenant_a).get(reverse(name, kwargs=kwargs))
+    assert page.status_code == 403
+
+
+def test_navigation_links_the_fabric(browser_as, polled):
+    html = browser_as(Role.OPERATOR).get("/").content.decode()
+    assert f'href="{reverse("fabric:switch-list")}"' in html
+
+
+def test_heat_map_has_every_switch_and_marked_cells(browser_as, polled):
+    html = browser_as(Role.OPERATOR).get(reverse("fabric:switch-list")).content.decode()
+    assert html.count('class="fabric-switch"') == 26
+    assert 'data-live-groups="fabric"' in html and "js/fabric.js" in html
+    assert "Pod p1 leafs" in html and "Spines" in html
+    # The hot port: colour band 5 and the digit 9, with the load spelled out in the title.
+    assert ('data-port="Ethernet0" data-state="U" data-level="5" data-faces="nic" '
+            'title="Ethernet0: up, ') in html
+    assert "% load, host-facing\">9</li>" in html
+    assert 'data-port="Ethernet16" data-state="X" data-level="0" data-faces="" ' \
+           'title="Ethernet16: shut down">X</li>' in html
+
+
+def test_nodes_behind_a_leaf(browser_as, polled):
+    html = browser_as(Role.OPERATOR).get(
+        reverse("fabric:switch-nodes", kwargs={"hostname": "leaf-p1-r3"})
+    ).content.decode()
+    for node in ("gpu001", "gpu002", "gpu003", "gpu004"):
+        assert node in html
+    assert "mlx5_4" in html  # rail 3's NIC
+
+
+def test_switch_detail_shows_counters_charts_and_action_region(browser_as, polled):
+    html = browser_as(Role.VIEWER).get(
+        reverse("fabric:switch-detail", kwargs={"hostname": "leaf-p1-r0"})
+    ).content.decode()
+    assert 'id="port-rows"' in html and "gpu001 mlx5_0" in html and "GB/s" in html
+    assert "vendor/uplot/uPlot.iife.min.js" in html and 'id="history-port"' in html
+    assert 'id="actions-title"' in html
+    assert "cdn" not in html.lower()
+    missing = browser_as(Role.VIEWER).get(
+        reverse("fabric:switch-detail", kwargs={"hostname": "nope"})
+    )
+    assert missing.status_code == 404
+
+
+def test_lldp_page_lists_findings(browser_as, polled):
+    crossed = (("leaf-p1-r2", "Ethernet4"), ("leaf-p1-r3", "Ethernet4"))
+    polled.cross_cables(*crossed)
+    try:
+        collect_and_reconcile()
+    finally:
+        polled.cross_cables(*crossed)  # the fleet is shared by the module's tests
+    html = browser_as(Role.OPERATOR).get(reverse("fabric:lldp")).content.decode()
+    assert 'data-kind="swapped"' in html and "leaf-p1-r2:Ethernet4" in html
+    assert 'id="lldp-count-swapped">1<' in html
+
+
+def test_rail_health_page(browser_as, polled):
+    browser = browser_as(Role.OPERATOR)
+    html = browser.get(reverse("fabric:rail-health") + "?nodes=gpu[001-004]").content.decode()
+    assert html.count("<tr data-rail=") == 8 and 'id="rail-verdict"' in html
+    bad = browser.get(reverse("fabric:rail-health") + "?nodes=gpu[900-901]").content.decode()
+    assert 'role="alert"' in bad and "gpu[900-901]" in bad
+
+
+def test_fabric_group_follows_the_roles(make_user, tenant_a):
+    assert can_subscribe(make_user(Role.VIEWER), "fabric")
+    assert can_subscribe(make_user(Role.OPERATOR), "fabric")
+    assert not can_subscribe(make_user(Role.TENANT_ADMIN, tenant=tenant_a), "fabric")
