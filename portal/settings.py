@@ -365,6 +365,9 @@ SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
     **SPECTACULAR_SETTINGS.get("ENUM_NAME_OVERRIDES", {}),
     "FaultStatusEnum": "faults.workflow.Status",
     "FaultSourceEnum": "faults.models.Source",
+    "FaultSeverityEnum": "faults.models.Severity",
+    "JobSourceEnum": "jobs.models.Job.Source",
+    "ViolationSeverityEnum": [("error", "error"), ("warning", "warning")],
     "ActionStatusEnum": "portal.models.actions.ActionStatus",
 }
 # Hours after resolution during which a ticket may be reopened (a new ticket linked to it), and
