@@ -449,3 +449,54 @@ MATRIX.update(
         "inventory:validation": Route((get("/inventory/validation/", PAGE_CLUSTER),)),
     }
 )
+
+# --- fabric monitoring (issue 6): cluster-wide roles read; the fabric is no tenant's data ------
+MATRIX.update(
+    {
+        "fabric:switch-list": Route((get("/fabric/", PAGE_CLUSTER),)),
+        "fabric:fabric-live": Route((get("/fabric/live/", PAGE_CLUSTER),)),
+        "fabric:switch-detail": Route(
+            (get(lambda w: f"/fabric/switches/{w.switch.hostname}/", PAGE_CLUSTER),)
+        ),
+        "fabric:switch-nodes": Route(
+            (get(lambda w: f"/fabric/switches/{w.switch.hostname}/nodes/", PAGE_CLUSTER),)
+        ),
+        "fabric:lldp": Route((get("/fabric/lldp/", PAGE_CLUSTER),)),
+        "fabric:rail-health": Route((get("/fabric/rail-health/", PAGE_CLUSTER),)),
+        "api:fabric:switch-list": Route((get("/api/fabric/switches/", API_READ_CLUSTER),)),
+        "api:fabric:switch-detail": Route(
+            (get(lambda w: f"/api/fabric/switches/{w.switch.hostname}/", API_READ_CLUSTER),)
+        ),
+        "api:fabric:switch-ports": Route(
+            (get(lambda w: f"/api/fabric/switches/{w.switch.hostname}/ports/", API_READ_CLUSTER),)
+        ),
+        "api:fabric:port-list": Route((get("/api/fabric/ports/", API_READ_CLUSTER),)),
+        "api:fabric:port-detail": Route(
+            (get(lambda w: f"/api/fabric/ports/{w.port.pk}/", API_READ_CLUSTER),)
+        ),
+        "api:fabric:port-history": Route(
+            (get(lambda w: f"/api/fabric/ports/{w.port.pk}/history/", API_READ_CLUSTER),)
+        ),
+        "api:fabric:lldp-finding-list": Route(
+            (get("/api/fabric/lldp/findings/", API_READ_CLUSTER),)
+        ),
+        "api:fabric:lldp-finding-detail": Route(
+            (
+                get(
+                    "/api/fabric/lldp/findings/999999/",
+                    statuses(404, 404, 404, 404, 403, 401),
+                    note="no finding in the probe world: readers get 404, tenant admins 403 first",
+                ),
+            )
+        ),
+        "api:fabric:switch-aggregates": Route(
+            (get("/api/fabric/aggregates/switches/", API_READ_CLUSTER),)
+        ),
+        "api:fabric:rail-aggregates": Route(
+            (get("/api/fabric/aggregates/rails/", API_READ_CLUSTER),)
+        ),
+        "api:fabric:rail-health": Route(
+            (get(lambda w: f"/api/fabric/rail-health/?nodes={w.node.hostname}", API_READ_CLUSTER),)
+        ),
+    }
+)

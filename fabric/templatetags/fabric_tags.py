@@ -7,12 +7,22 @@ register = template.Library()
 _UNITS = ("B/s", "kB/s", "MB/s", "GB/s", "TB/s")
 
 
+def _number(value) -> float | None:
+    """A rate, or None for a port never polled (templates hand a missing value over as "")."""
+    if value is None or value == "":
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
 @register.filter
 def byte_rate(value) -> str:
     """Bytes per second in decimal units, as the paper reports them (22.6 GB/s)."""
+    value = _number(value)
     if value is None:
         return "—"
-    value = float(value)
     unit = 0
     while abs(value) >= 1000 and unit < len(_UNITS) - 1:
         value /= 1000
@@ -23,9 +33,9 @@ def byte_rate(value) -> str:
 @register.filter
 def event_rate(value) -> str:
     """Frames or packets per second."""
+    value = _number(value)
     if value is None:
         return "—"
-    value = float(value)
     if value >= 1000:
         return f"{value / 1000:.1f}k/s"
     return f"{value:.0f}/s" if value >= 10 or value == 0 else f"{value:.1f}/s"
@@ -33,7 +43,8 @@ def event_rate(value) -> str:
 
 @register.filter
 def percent(value) -> str:
-    return "—" if value is None else f"{float(value) * 100:.0f}%"
+    value = _number(value)
+    return "—" if value is None else f"{value * 100:.0f}%"
 
 
 @register.filter

@@ -120,3 +120,11 @@ def test_fabric_group_follows_the_roles(make_user, tenant_a):
     assert can_subscribe(make_user(Role.VIEWER), "fabric")
     assert can_subscribe(make_user(Role.OPERATOR), "fabric")
     assert not can_subscribe(make_user(Role.TENANT_ADMIN, tenant=tenant_a), "fabric")
+
+
+def test_rate_filters_show_a_dash_for_ports_never_polled():
+    from fabric.templatetags.fabric_tags import byte_rate, event_rate, percent
+
+    for missing in (None, "", "n/a"):
+        assert byte_rate(missing) == event_rate(missing) == percent(missing) == "—"
+    assert byte_rate(22_600_000_000) == "22.6 GB/s"
