@@ -134,7 +134,7 @@ def run_scale(scale: int, args, base_spec: dict) -> dict:
         "inventory_import_seconds": round(import_seconds, 2),
     }
     emulator = None
-    original_target = polling.switch_target
+    original_target = polling.poll_target
     try:
         started = time.perf_counter()
         if args.driver == "emulated":
@@ -150,7 +150,7 @@ def run_scale(scale: int, args, base_spec: dict) -> dict:
                                     credentials_ref=switch.credentials_ref,
                                     trust_on_first_use=True)
 
-            polling.switch_target = local_target
+            polling.poll_target = local_target
         result["emulator_boot_seconds"] = round(time.perf_counter() - started, 2)
         polls = []
         for _ in range(args.polls):
@@ -171,7 +171,7 @@ def run_scale(scale: int, args, base_spec: dict) -> dict:
             polls=polls,
         )
     finally:
-        polling.switch_target = original_target
+        polling.poll_target = original_target
         if emulator is not None:
             emulator.terminate()
             emulator.wait(timeout=30)

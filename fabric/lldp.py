@@ -29,7 +29,7 @@ from django.utils import timezone
 from fabric.drivers.base import FabricError, LldpNeighbor, get_fabric_driver
 from fabric.hooks import FabricFinding, notify_fabric_finding
 from fabric.models import LldpFinding, LldpObservation
-from fabric.polling import switch_target
+from fabric.targets import switch_target
 from inventory.models import NIC, CableStatus, Switch, SwitchPort
 from inventory.selectors import active_cables
 

@@ -30,6 +30,7 @@ from fabric.drivers.base import (
     get_fabric_driver,
 )
 from fabric.models import PortCounterHistory, PortCounterLatest, SwitchPollState
+from fabric.targets import SwitchNotAddressable, switch_target
 from inventory.models import Switch, SwitchPort
 from portal.realtime import publish
 
@@ -39,13 +40,18 @@ COUNTER_WRAP = 2**64  # SAI counters are unsigned 64-bit
 FABRIC_GROUP = "fabric"
 
 
-def switch_target(switch: Switch) -> SwitchTarget:
-    """How to reach an inventory switch."""
-    return SwitchTarget(
-        hostname=switch.hostname,
-        address=switch.management_address or switch.hostname,
-        credentials_ref=switch.credentials_ref,
-    )
+def poll_target(switch: Switch) -> SwitchTarget:
+    """How to reach a switch (fabric.targets, the same as the switch actions use). One the
+    inventory gives no address is tried by its hostname, so it fails on its own and is recorded
+    like any unreachable switch instead of stopping the poll."""
+    try:
+        return switch_target(switch)
+    except SwitchNotAddressable:
+        return SwitchTarget(
+            hostname=switch.hostname,
+            address=switch.hostname,
+            credentials_ref=switch.credentials_ref,
+        )
 
 
 @dataclass
@@ -67,15 +73,20 @@ def read_switch(target: SwitchTarget) -> SwitchReading:
         driver = get_fabric_driver(target)  # inside: a misconfigured driver fails each switch
         ports = driver.ports()
         snapshot = driver.counters()
-        return SwitchReading(target.hostname, ports, snapshot,
-                             seconds=time.monotonic() - started)
+        return SwitchReading(target.hostname, ports, snapshot, seconds=time.monotonic() - started)
     except FabricError as error:
-        return SwitchReading(target.hostname, error=str(error) or type(error).__name__,
-                             seconds=time.monotonic() - started)
+        return SwitchReading(
+            target.hostname,
+            error=str(error) or type(error).__name__,
+            seconds=time.monotonic() - started,
+        )
     except Exception as error:  # a driver bug on one switch must not stop the others
         logger.exception("polling %s failed", target.hostname)
-        return SwitchReading(target.hostname, error=f"{type(error).__name__}: {error}",
-                             seconds=time.monotonic() - started)
+        return SwitchReading(
+            target.hostname,
+            error=f"{type(error).__name__}: {error}",
+            seconds=time.monotonic() - started,
+        )
     finally:
         try:
             if driver is not None:
@@ -125,9 +136,7 @@ def _as_list(values: dict[int, int], length: int = 8) -> list[int]:
     return [int(values.get(index, 0)) for index in range(length)]
 
 
-def compute_rates(
-    previous: Mapping, current: PortCounters, seconds: float
-) -> PortRates | None:
+def compute_rates(previous: Mapping, current: PortCounters, seconds: float) -> PortRates | None:
     """Rates between the stored sample (a mapping with in_octets, out_octets, pfc_rx, pfc_tx,
     ecn_marked) and a new one; None when no time has passed."""
     if seconds <= 0:
@@ -208,7 +217,7 @@ def poll_fabric(
     started = time.monotonic()
     polled_at = timezone.now()
     switches = list(switches if switches is not None else Switch.objects.order_by("hostname"))
-    readings = read_switches([switch_target(switch) for switch in switches], concurrency)
+    readings = read_switches([poll_target(switch) for switch in switches], concurrency)
     read_seconds = time.monotonic() - started
     result = PollResult(polled_at=polled_at, switches=len(switches), read_seconds=read_seconds)
     with transaction.atomic():
@@ -221,11 +230,15 @@ def poll_fabric(
             # draw every port re-read them when they see "ports_omitted".
             for summary in summaries.values():
                 summary.pop("ports", None)
-        publish(FABRIC_GROUP, "fabric.poll", {
-            "polled_at": polled_at,
-            "switches": summaries,
-            "ports_omitted": result.ports > settings.FABRIC_EVENT_MAX_PORTS,
-        })
+        publish(
+            FABRIC_GROUP,
+            "fabric.poll",
+            {
+                "polled_at": polled_at,
+                "switches": summaries,
+                "ports_omitted": result.ports > settings.FABRIC_EVENT_MAX_PORTS,
+            },
+        )
     result.seconds = time.monotonic() - started
     return result
 
@@ -248,8 +261,7 @@ def store_readings(
     """
     by_switch = {switch.hostname: switch for switch in switches}
     states = {
-        state.switch_id: state
-        for state in SwitchPollState.objects.filter(switch__in=switches)
+        state.switch_id: state for state in SwitchPollState.objects.filter(switch__in=switches)
     }
     ok_ids = [by_switch[r.hostname].pk for r in readings if not r.error]
     inventory_ports = {
@@ -381,8 +393,11 @@ def upsert(model, rows: list[dict], *, unique_fields: list[str]) -> None:
     updated = [f.column for f in fields if f.column not in unique_columns]
     if connection.vendor != "postgresql":
         model.objects.bulk_create(
-            [model(**row) for row in rows], update_conflicts=True, unique_fields=unique_fields,
-            update_fields=[f.name for f in fields if f.column in updated], batch_size=2000,
+            [model(**row) for row in rows],
+            update_conflicts=True,
+            unique_fields=unique_fields,
+            update_fields=[f.name for f in fields if f.column in updated],
+            batch_size=2000,
         )
         return
     from psycopg.types.json import Jsonb
@@ -422,15 +437,29 @@ def _save_states(states: list[SwitchPollState]) -> None:
     if old:
         SwitchPollState.objects.bulk_update(
             old,
-            [f.name for f in SwitchPollState._meta.concrete_fields
-             if f.name not in ("id", "switch")],
+            [
+                f.name
+                for f in SwitchPollState._meta.concrete_fields
+                if f.name not in ("id", "switch")
+            ],
         )
 
 
 PREVIOUS_SAMPLE_FIELDS = (
-    "port_id", "sampled_at", "in_octets", "out_octets", "pfc_rx", "pfc_tx", "ecn_marked",
-    "interval_seconds", "in_bytes_per_second", "out_bytes_per_second", "pfc_rx_rates",
-    "pfc_tx_rates", "ecn_marked_per_second", "utilization",
+    "port_id",
+    "sampled_at",
+    "in_octets",
+    "out_octets",
+    "pfc_rx",
+    "pfc_tx",
+    "ecn_marked",
+    "interval_seconds",
+    "in_bytes_per_second",
+    "out_bytes_per_second",
+    "pfc_rx_rates",
+    "pfc_tx_rates",
+    "ecn_marked_per_second",
+    "utilization",
 )
 _CARRIED_RATES = PREVIOUS_SAMPLE_FIELDS[7:]
 
