@@ -64,6 +64,9 @@ _CALL_SLACK_SECONDS = 5.0
 _PRIORITIES = range(8)
 # Writes per SSH round trip (see _run_chain).
 WRITE_BATCH_SIZE = 16
+# Reads per round trip: one command line of HGETALLs must stay well inside what a switch's
+# shell (and the emulator) accepts; a 116-port storage switch needs 348 reads per poll.
+READ_BATCH_SIZE = 128
 _NATURAL = re.compile(r"(\d+)")
 
 
@@ -310,9 +313,12 @@ class SonicSshDriver(FabricDriver):
         """HGETALL of many keys in one round trip: sonic-db-cli prints one dict line per read."""
         if not reads:
             return []
-        lines = self._run_lines(
-            [f'sonic-db-cli {database} HGETALL "{key}"' for database, key in reads]
-        )
+        commands = [f'sonic-db-cli {database} HGETALL "{key}"' for database, key in reads]
+        lines = [
+            line
+            for start in range(0, len(commands), READ_BATCH_SIZE)
+            for line in self._run_lines(commands[start : start + READ_BATCH_SIZE])
+        ]
         try:
             return [ast.literal_eval(line) if line.strip() else {} for line in lines]
         except (ValueError, SyntaxError):

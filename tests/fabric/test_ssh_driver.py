@@ -62,8 +62,13 @@ def trusted_emulator(emulator, ssh_settings):
 
 
 def leaf_target(emulator: EmulatorThread, **options) -> SwitchTarget:
-    return SwitchTarget(hostname="leaf01", address=emulator.host,
-                        port=emulator.port_of("leaf01"), credentials_ref="sonic/leaf", **options)
+    return SwitchTarget(
+        hostname="leaf01",
+        address=emulator.host,
+        port=emulator.port_of("leaf01"),
+        credentials_ref="sonic/leaf",
+        **options,
+    )
 
 
 @pytest.mark.emulator
@@ -91,9 +96,12 @@ class TestEmulatorOverSsh(DriverContract):
 REAL_SWITCH = os.environ.get("SONIC_TEST_SWITCH", "")
 
 
-@pytest.mark.skipif(not REAL_SWITCH, reason="set SONIC_TEST_SWITCH=host:port (and "
-                    "SONIC_TEST_USERNAME, SONIC_TEST_PASSWORD or SONIC_TEST_KEY_FILE, "
-                    "SONIC_TEST_KNOWN_HOSTS) to run the contract against a real lab switch")
+@pytest.mark.skipif(
+    not REAL_SWITCH,
+    reason="set SONIC_TEST_SWITCH=host:port (and "
+    "SONIC_TEST_USERNAME, SONIC_TEST_PASSWORD or SONIC_TEST_KEY_FILE, "
+    "SONIC_TEST_KNOWN_HOSTS) to run the contract against a real lab switch",
+)
 class TestRealSwitch(DriverContract):
     """The same contract against a real SONiC lab switch (it changes port state and QoS).
 
@@ -116,8 +124,9 @@ class TestRealSwitch(DriverContract):
         settings.FABRIC_KNOWN_HOSTS_FILE = os.environ.get(
             "SONIC_TEST_KNOWN_HOSTS", str(Path.home() / ".ssh" / "known_hosts")
         )
-        driver = SonicSshDriver(SwitchTarget(hostname=host, address=host, port=int(port or 22),
-                                             credentials_ref="lab"))
+        driver = SonicSshDriver(
+            SwitchTarget(hostname=host, address=host, port=int(port or 22), credentials_ref="lab")
+        )
         yield driver
         driver.close()
 
@@ -171,8 +180,11 @@ def test_trust_on_first_use_records_the_key_and_checks_it_afterwards(emulator, s
     assert driver.version().hwsku
     driver.close()
     recorded = Path(ssh_settings.FABRIC_KNOWN_HOSTS_FILE).read_text()
-    expected = next(line for line in emulator.known_hosts().splitlines()
-                    if line.startswith(f"[{emulator.host}]:{emulator.port_of('leaf01')} "))
+    expected = next(
+        line
+        for line in emulator.known_hosts().splitlines()
+        if line.startswith(f"[{emulator.host}]:{emulator.port_of('leaf01')} ")
+    )
     assert recorded.split() == expected.split()[:3]  # pattern, type, key (no comment)
     # The recorded key now lets a switch without the flag in, on a fresh connection.
     strict = SonicSshDriver(leaf_target(emulator))
@@ -182,9 +194,11 @@ def test_trust_on_first_use_records_the_key_and_checks_it_afterwards(emulator, s
 
 @pytest.mark.emulator
 def test_a_wrong_password_is_an_authentication_failure(trusted_emulator, ssh_settings, tmp_path):
-    ssh_settings.FABRIC_CREDENTIALS_FILE = str(write_credentials(
-        tmp_path / "wrong.json", {"sonic/leaf": {"username": "admin", "password": "nope"}}
-    ))
+    ssh_settings.FABRIC_CREDENTIALS_FILE = str(
+        write_credentials(
+            tmp_path / "wrong.json", {"sonic/leaf": {"username": "admin", "password": "nope"}}
+        )
+    )
     with pytest.raises(SwitchAuthenticationFailed) as failure:
         SonicSshDriver(leaf_target(trusted_emulator)).version()
     assert "nope" not in str(failure.value)  # the secret never ends up in an error
@@ -195,8 +209,12 @@ def test_a_listening_socket_that_never_answers_times_out_as_unreachable(ssh_sett
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
         silent.listen(1)  # the kernel completes the handshake; nobody ever speaks SSH
-        target = SwitchTarget(hostname="mute", address="127.0.0.1",
-                              port=silent.getsockname()[1], credentials_ref="sonic/leaf")
+        target = SwitchTarget(
+            hostname="mute",
+            address="127.0.0.1",
+            port=silent.getsockname()[1],
+            credentials_ref="sonic/leaf",
+        )
         started = time.monotonic()
         with pytest.raises(SwitchUnreachable, match="timed out"):
             SonicSshDriver(target).version()
@@ -207,15 +225,17 @@ def test_a_refused_connection_is_unreachable(ssh_settings):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    target = SwitchTarget(hostname="gone", address="127.0.0.1", port=port,
-                          credentials_ref="sonic/leaf")
+    target = SwitchTarget(
+        hostname="gone", address="127.0.0.1", port=port, credentials_ref="sonic/leaf"
+    )
     with pytest.raises(SwitchUnreachable):
         SonicSshDriver(target).ports()
 
 
 @pytest.mark.emulator
-def test_a_slow_command_times_out_as_unreachable_and_the_next_call_recovers(trusted_emulator,
-                                                                            ssh_settings):
+def test_a_slow_command_times_out_as_unreachable_and_the_next_call_recovers(
+    trusted_emulator, ssh_settings
+):
     ssh_settings.FABRIC_SSH_COMMAND_TIMEOUT = 0.5
     driver = SonicSshDriver(leaf_target(trusted_emulator))
     trusted_emulator.set_response_delay("leaf01", 2)
@@ -244,10 +264,15 @@ def test_one_connection_per_switch_is_reused_and_reopened_after_a_drop(trusted_e
 
 
 def test_credentials_store_errors_name_the_reference_not_the_secret(settings, tmp_path):
-    settings.FABRIC_CREDENTIALS_FILE = str(write_credentials(
-        tmp_path / "store.json", {"sonic/leaf": {"username": "admin", "password": "s3cret"},
-                                  "nopass": {"username": "admin"}}
-    ))
+    settings.FABRIC_CREDENTIALS_FILE = str(
+        write_credentials(
+            tmp_path / "store.json",
+            {
+                "sonic/leaf": {"username": "admin", "password": "s3cret"},
+                "nopass": {"username": "admin"},
+            },
+        )
+    )
     assert load_credentials("sonic/leaf").password == "s3cret"
     assert "s3cret" not in repr(load_credentials("sonic/leaf"))
     with pytest.raises(CredentialsUnavailable, match="'sonic/spine'"):
@@ -258,3 +283,17 @@ def test_credentials_store_errors_name_the_reference_not_the_secret(settings, tm
     yaml_store.write_text("default:\n  username: admin\n  password: from-yaml\n")
     settings.FABRIC_CREDENTIALS_FILE = str(yaml_store)
     assert load_credentials("").password == "from-yaml"
+
+
+def test_counter_reads_are_split_into_bounded_round_trips(trusted_emulator, monkeypatch):
+    """A storage switch's 348 reads once overflowed one command line; batches must add up."""
+    from fabric.drivers import ssh
+
+    whole = {
+        port.name: port.in_octets
+        for port in ssh.SonicSshDriver(leaf_target(trusted_emulator)).counters().ports
+    }
+    monkeypatch.setattr(ssh, "READ_BATCH_SIZE", 7)
+    split = ssh.SonicSshDriver(leaf_target(trusted_emulator)).counters().ports
+    assert [port.name for port in split] == list(whole)
+    assert all(port.in_octets >= whole[port.name] for port in split)  # counters only grow
