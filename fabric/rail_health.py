@@ -191,3 +191,21 @@ def report_rail_imbalance(nodes: Iterable[Node], *, label: str = "") -> RailImba
             details=verdict.as_dict(),
         ))
     return verdict
+
+
+def check_running_jobs(*, min_nodes: int = 2) -> list[str]:
+    """Observation 7 for every running job of at least `min_nodes` nodes: flag rails that carry
+    far less than the others (report_rail_imbalance opens the leaf's ticket through the hook).
+    Returns the labels of the jobs found imbalanced."""
+    from jobs.models import Job
+
+    imbalanced = []
+    running = Job.objects.filter(state="RUNNING", node_count__gte=min_nodes).prefetch_related(
+        "nodes"
+    )
+    for job in running:
+        label = f"job {job.job_id}"
+        verdict = report_rail_imbalance(list(job.nodes.all()), label=label)
+        if verdict.imbalanced:
+            imbalanced.append(label)
+    return imbalanced

@@ -24,3 +24,11 @@ def reconcile_fabric_lldp() -> dict:
         "opened": [finding.key for finding in run.opened],
         "resolved": run.resolved,
     }
+
+
+@shared_task(name="fabric.tasks.check_running_jobs_rail_health", acks_late=True)
+def check_running_jobs_rail_health() -> dict:
+    """Rail imbalance of every running job (beat: with the counter poll)."""
+    from fabric.rail_health import check_running_jobs
+
+    return {"imbalanced": check_running_jobs()}

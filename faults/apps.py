@@ -5,6 +5,7 @@ class FaultsConfig(AppConfig):
     name = "faults"
 
     def ready(self):
+        from fabric.hooks import register_fabric_finding_listener
         from faults import services
         from faults.selectors import can_read_faults
         from inventory.ui_panels import register_node_panel
@@ -13,6 +14,8 @@ class FaultsConfig(AppConfig):
 
         hooks.register_node_unhealthy_listener(services.on_node_unhealthy)
         hooks.register_resume_guard(services.open_ticket_resume_blockers)
+        # Swapped or missing links and rail imbalance found by the fabric app (fabric.hooks).
+        register_fabric_finding_listener(services.on_fabric_finding)
         # The board's live group: cluster-wide roles only, never tenant admins (as the API).
         register_group_access("faults", lambda user, group: can_read_faults(user))
         register_node_panel("faults/_node_faults_panel.html")

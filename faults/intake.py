@@ -423,3 +423,40 @@ def slurm_incident(*, node: Node, state: str, reason: str) -> Incident:
         severity=rule.severity,
         details={"state": state, "reason": reason},
     )
+
+
+# Fabric finding kinds that open tickets; "unexpected" neighbours are shown, not ticketed.
+FABRIC_FINDING_RULES = {
+    "swapped": "lldp_swapped",
+    "mismatched": "lldp_mismatched",
+    "missing": "lldp_missing",
+    "rail_imbalance": "rail_imbalance",
+}
+
+
+def fabric_incident(finding) -> Incident | None:
+    """A fabric.hooks.FabricFinding as an incident on its switch port (LLDP) or its leaf (rail
+    imbalance), so repeated reports of one problem attach to one ticket."""
+    kind = FABRIC_FINDING_RULES.get(finding.kind)
+    if kind is None or not finding.switches:
+        return None
+    rule = rule_for(kind)
+    switch = Switch.objects.filter(hostname=finding.switches[0]).first()
+    if switch is None:
+        return None
+    port = None
+    if finding.ports:  # "leaf-p1-r2:Ethernet4"
+        port_name = finding.ports[0].rpartition(":")[2]
+        port = SwitchPort.objects.filter(switch=switch, name=port_name).first()
+    return Incident(
+        source=Source.SWITCH,
+        rule=rule,
+        components=Components(switch=switch, port=port),
+        summary=finding.summary[:300],
+        detected_at=timezone.now(),
+        category=rule.category,
+        subtype=rule.subtype,
+        severity=rule.severity,
+        details={"finding": finding.key, "kind": finding.kind, "switches": list(finding.switches),
+                 "ports": list(finding.ports), "nodes": list(finding.nodes)},
+    )

@@ -85,6 +85,15 @@ BUILT_IN_RULES: dict[str, Rule] = {
         Rule("switch_reboot", "Switch rebooted", Category.INTERCONNECT_SWITCH, "",
              Severity.CRITICAL),
         Rule("node_down", "Node DOWN in Slurm", Category.UNCLASSIFIED, "", Severity.CRITICAL),
+        # Fabric findings (fabric.hooks): LLDP against the cabling, and Observation 7.
+        Rule("lldp_swapped", "Cables swapped (LLDP disagrees with the cabling)",
+             Category.MISCONFIGURATION, "network", Severity.MAJOR),
+        Rule("lldp_mismatched", "Link ends somewhere else than cabled (LLDP)",
+             Category.MISCONFIGURATION, "network", Severity.MAJOR),
+        Rule("lldp_missing", "Cabled link not seen by LLDP", Category.NIC_TRANSCEIVER,
+             "transceiver", Severity.MAJOR),
+        Rule("rail_imbalance", "Rail imbalance in a running job (Observation 7)",
+             Category.INTERCONNECT_SWITCH, "leaf", Severity.MAJOR),
         Rule("user_report", "Reported by a user", Category.UNCLASSIFIED, "", Severity.MAJOR),
         Rule("alert", "Alert", Category.UNCLASSIFIED, "", Severity.MAJOR),
     )

@@ -191,6 +191,23 @@ def on_node_unhealthy(*, node: Node, state: str, reason: str) -> None:
         logger.exception("could not open a fault ticket for %s %s", node.hostname, state)
 
 
+def on_fabric_finding(finding) -> None:
+    """The fabric hook: LLDP found swapped, mismatched or missing links, or rail health found an
+    imbalance. Opens (or attaches to) the ticket of that port or leaf; the raw finding is kept."""
+    record = record_intake(
+        channel=Source.SWITCH,
+        raw_body=json.dumps({"kind": finding.kind, "key": finding.key, "summary": finding.summary,
+                             "switches": list(finding.switches), "ports": list(finding.ports),
+                             "nodes": list(finding.nodes)}),
+    )
+    incident = parsing.fabric_incident(finding)
+    if incident is None:
+        return
+    ticket, _ = apply_incident(incident, actor=None, intake=record)
+    IntakeRecord.objects.filter(pk=record.pk).update(accepted=True)
+    record.tickets.add(ticket)
+
+
 # --- open or attach ----------------------------------------------------------------------------
 
 

@@ -223,6 +223,7 @@ CELERY_BEAT_SCHEDULE.update(
 CELERY_TASK_ROUTES |= {
     "fabric.tasks.poll_fabric_counters": {"queue": "periodic"},
     "fabric.tasks.reconcile_fabric_lldp": {"queue": "periodic"},
+    "fabric.tasks.check_running_jobs_rail_health": {"queue": "periodic"},
 }
 CELERY_BEAT_SCHEDULE |= {
     "fabric-poll-counters": {
@@ -234,6 +235,12 @@ CELERY_BEAT_SCHEDULE |= {
     "fabric-reconcile-lldp": {
         "task": "fabric.tasks.reconcile_fabric_lldp",
         "schedule": env_float(ENV, "FABRIC_LLDP_INTERVAL", 300.0),
+    },
+    # Rail imbalance needs several history samples: checking as often as the poll is enough.
+    "fabric-rail-health-of-running-jobs": {
+        "task": "fabric.tasks.check_running_jobs_rail_health",
+        "schedule": env_float(ENV, "FABRIC_POLL_INTERVAL", 60.0),
+        "options": {"expires": env_float(ENV, "FABRIC_POLL_INTERVAL", 60.0)},
     },
 }
 # Switches read at once by one poll (threads; each waits on SSH, not on the CPU).
