@@ -46,3 +46,24 @@ def test_a_running_jobs_degraded_leaf_opens_an_interconnect_ticket(small_fleet, 
     ticket = FaultTicket.objects.get(category=Category.INTERCONNECT_SWITCH)
     assert ticket.subtype == "leaf" and "job 4242" in ticket.summary
     assert "leaf-p1-r2" in ticket.summary
+
+
+def test_the_job_page_shows_its_rail_throughput(small_fleet, emulated, make_user, tenant_a):
+    from django.test import Client
+
+    from portal.models import Role
+
+    nodes = list(Node.objects.filter(hostname__in=["gpu001", "gpu002"]))
+    job = Job.objects.create(job_id="77", state="RUNNING", node_count=2, gpus=16, source="squeue")
+    job.nodes.set(nodes)
+    for leaf in POD1_LEAFS:
+        emulated.scale_switch_traffic(leaf, 0.38)
+    poll_every_minute(emulated, 2, POD1_LEAFS)
+    client = Client()
+    client.force_login(make_user(Role.OPERATOR))
+    page = client.get("/jobs/77/").content.decode()
+    assert "Rail throughput" in page and "leaf-p1-r7" in page and "GB/s" in page
+    tenant_admin = Client()
+    tenant_admin.force_login(make_user(Role.TENANT_ADMIN, tenant=tenant_a))
+    Job.objects.filter(pk=job.pk).update(tenant=tenant_a)
+    assert "Rail throughput" not in tenant_admin.get("/jobs/77/").content.decode()
