@@ -113,6 +113,10 @@ class BulkDrainPageView(RoleRequiredMixin, TemplateView):
     template_name = "jobs/bulk_drain_page.html"
     allowed_roles = NODE_ACTORS
 
+    def get_context_data(self, **kwargs):
+        # The node list links here with its current hostlist filter, e.g. ?hostlist=gpu[001-016].
+        return super().get_context_data(hostlist=self.request.GET.get("hostlist", "")[:1000])
+
 
 class _NodeActionView(RoleRequiredMixin, View):
     """POST from the node panel or the bulk form: one Action, then its page."""

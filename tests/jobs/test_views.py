@@ -169,3 +169,18 @@ def test_drain_form_ignores_a_foreign_next_url(login, nodes):
         "/jobs/nodes/drain/", {"hostlist": "gpu001", "reason": "x", "next": "https://evil.example/"}
     )
     assert response["Location"] == "/jobs/nodes/bulk-drain/"
+
+
+def test_node_list_offers_a_bulk_drain_of_its_hostlist_to_responders(make_user):
+    from django.test import Client
+
+    from portal.models import Role
+
+    responder, viewer = Client(), Client()
+    responder.force_login(make_user(Role.ONCALL))
+    viewer.force_login(make_user(Role.VIEWER))
+    listing = responder.get("/inventory/?hostlist=gpu[001-016]").content.decode()
+    assert "/jobs/nodes/bulk-drain/?hostlist=gpu%5B001-016%5D" in listing
+    assert "bulk-drain" not in viewer.get("/inventory/").content.decode()
+    form = responder.get("/jobs/nodes/bulk-drain/?hostlist=gpu[001-016]").content.decode()
+    assert 'value="gpu[001-016]"' in form
