@@ -94,8 +94,9 @@ def enqueue_action(
             note=f"requested: {reason}",
             via=via,
         )
-        publish_action(action)
+        # The task first: the worker can start while the browsers are being told.
         transaction.on_commit(lambda: send_action_task(action.pk))
+        publish_action(action)
     return action, True
 
 
