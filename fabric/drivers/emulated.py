@@ -24,7 +24,6 @@ from fabric.drivers.base import (
     CounterSnapshot,
     FabricDriver,
     LldpNeighbor,
-    PortCounters,
     PortStatus,
     QosProfile,
     SwitchCommandFailed,
@@ -32,10 +31,11 @@ from fabric.drivers.base import (
     SwitchUnreachable,
     SwitchVersion,
 )
+from fabric.drivers.sonic_counters import port_counters_from_sai
 from fabric.emulator import CommandInterpreter, NeighborSpec, Switch, SwitchSpec, connect_fabric
 from fabric.emulator.database import APPL_DB, CONFIG_DB, COUNTERS_DB
 from fabric.emulator.platform import ASIC_TYPE, CAGE_PORT_NAMES, HWSKU, PLATFORM, port_table
-from fabric.emulator.traffic import PRIORITIES, QUEUES_PER_PORT
+from fabric.emulator.traffic import QUEUES_PER_PORT
 
 Clock = Callable[[], float]
 
@@ -281,7 +281,7 @@ class EmulatedDriver(FabricDriver):
                             COUNTERS_DB, f"COUNTERS:{queue_oid}",
                             "SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS",
                         ))
-                result.append(_port_counters(name, stats, ecn))
+                result.append(port_counters_from_sai(name, stats, ecn))
         return CounterSnapshot(taken_at=taken_at, ports=tuple(result))
 
     def lldp_neighbors(self) -> list[LldpNeighbor]:
@@ -347,23 +347,3 @@ class EmulatedDriver(FabricDriver):
 
     def save_config(self) -> None:
         self._run("sudo config save -y")
-
-
-def _port_counters(name: str, stats: dict[str, str], ecn: dict[int, int]) -> PortCounters:
-    def stat(field: str) -> int:
-        return _int(stats.get(f"SAI_PORT_STAT_{field}"))
-
-    return PortCounters(
-        name=name,
-        in_octets=stat("IF_IN_OCTETS"),
-        out_octets=stat("IF_OUT_OCTETS"),
-        in_packets=stat("IF_IN_UCAST_PKTS") + stat("IF_IN_NON_UCAST_PKTS"),
-        out_packets=stat("IF_OUT_UCAST_PKTS") + stat("IF_OUT_NON_UCAST_PKTS"),
-        in_errors=stat("IF_IN_ERRORS"),
-        out_errors=stat("IF_OUT_ERRORS"),
-        in_discards=stat("IF_IN_DISCARDS"),
-        out_discards=stat("IF_OUT_DISCARDS"),
-        pfc_rx={p: stat(f"PFC_{p}_RX_PKTS") for p in range(PRIORITIES)},
-        pfc_tx={p: stat(f"PFC_{p}_TX_PKTS") for p in range(PRIORITIES)},
-        ecn_marked=ecn,
-    )

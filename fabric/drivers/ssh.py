@@ -45,7 +45,6 @@ from fabric.drivers.base import (
     FabricDriver,
     FabricError,
     LldpNeighbor,
-    PortCounters,
     PortStatus,
     QosProfile,
     SwitchCommandFailed,
@@ -53,6 +52,7 @@ from fabric.drivers.base import (
     SwitchUnreachable,
     SwitchVersion,
 )
+from fabric.drivers.sonic_counters import port_counters_from_sai
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +61,6 @@ Hash = dict[str, str]
 
 # Extra seconds the calling thread waits beyond the SSH timeouts before giving up on the loop.
 _CALL_SLACK_SECONDS = 5.0
-_PRIORITIES = range(8)
 # Writes per SSH round trip (see _run_chain).
 WRITE_BATCH_SIZE = 16
 # Reads per round trip: one command line of HGETALLs must stay well inside what a switch's
@@ -186,7 +185,7 @@ class SonicSshDriver(FabricDriver):
         return CounterSnapshot(
             taken_at=taken_at,
             ports=tuple(
-                _port_counters(name, stats, ecn_marked[name])
+                port_counters_from_sai(name, stats, ecn_marked[name])
                 for name, stats in zip(names, port_stats, strict=True)
             ),
         )
@@ -523,26 +522,6 @@ def _colon_fields(text: str) -> dict[str, str]:
         if separator and name and not name.startswith(" ") and name not in fields:
             fields[name.strip()] = value.strip()
     return fields
-
-
-def _port_counters(name: str, stats: Hash, ecn_marked: dict[int, int]) -> PortCounters:
-    def stat(field: str) -> int:
-        return _int(stats.get(f"SAI_PORT_STAT_{field}"))
-
-    return PortCounters(
-        name=name,
-        in_octets=stat("IF_IN_OCTETS"),
-        out_octets=stat("IF_OUT_OCTETS"),
-        in_packets=stat("IF_IN_UCAST_PKTS") + stat("IF_IN_NON_UCAST_PKTS"),
-        out_packets=stat("IF_OUT_UCAST_PKTS") + stat("IF_OUT_NON_UCAST_PKTS"),
-        in_errors=stat("IF_IN_ERRORS"),
-        out_errors=stat("IF_OUT_ERRORS"),
-        in_discards=stat("IF_IN_DISCARDS"),
-        out_discards=stat("IF_OUT_DISCARDS"),
-        pfc_rx={priority: stat(f"PFC_{priority}_RX_PKTS") for priority in _PRIORITIES},
-        pfc_tx={priority: stat(f"PFC_{priority}_TX_PKTS") for priority in _PRIORITIES},
-        ecn_marked=ecn_marked,
-    )
 
 
 def _alpha_exponent(alpha: float) -> int:
