@@ -114,6 +114,8 @@ def start_ssh_emulator(workdir: Path, password: str) -> tuple[subprocess.Popen, 
 
 
 def run_scale(scale: int, args, base_spec: dict) -> dict:
+    from django.conf import settings
+
     from fabric import polling
     from fabric.drivers.base import SwitchTarget
     from fabric.drivers.emulated import build_emulated_fabric, reset_emulated_fabric
@@ -142,7 +144,14 @@ def run_scale(scale: int, args, base_spec: dict) -> dict:
         else:
             workdir = Path(tempfile.mkdtemp(prefix="fabric-bench-"))
             emulator, ports = start_ssh_emulator(workdir, args.ssh_password)
-            os.environ["FABRIC_BENCH_SSH_PASSWORD"] = args.ssh_password
+            # The SSH driver's own credentials store and host-key check, pointed at the lab.
+            references = set(Switch.objects.values_list("credentials_ref", flat=True))
+            credentials = workdir / "credentials.json"
+            credentials.write_text(json.dumps({
+                ref: {"username": "admin", "password": args.ssh_password} for ref in references
+            }))
+            settings.FABRIC_CREDENTIALS_FILE = str(credentials)
+            settings.FABRIC_KNOWN_HOSTS_FILE = str(workdir / "known_hosts")
 
             def local_target(switch):
                 return SwitchTarget(hostname=switch.hostname, address="127.0.0.1",
