@@ -158,3 +158,78 @@ def test_dashboard_follows_a_ui_drain_and_a_fault_event_without_a_reload(
     page.screenshot(path=str(ARTIFACTS / "cluster-dashboard-keyboard.png"))
     page.keyboard.press("Enter")
     page.wait_for_url(f"{portal_server.url}/inventory/nodes/gpu001/")
+
+
+@pytest.fixture
+def switches_behind_the_worker(celery_worker_process, tmp_path):
+    """leaf01 and spine01 served by the SONiC emulator over real SSH; the worker (started by
+    portal_server) reaches them with the production SSH driver, for the Action and the polls."""
+    from tests.fabric.driver_contract import (
+        CONTRACT_LEAF,
+        CONTRACT_SPINE,
+        EMULATOR_LOGIN,
+        EmulatorThread,
+        write_credentials,
+    )
+    from tests.fabric.test_switch_actions import build_action_inventory
+
+    emulator = EmulatorThread([CONTRACT_LEAF, CONTRACT_SPINE], tmp_path / "host-keys")
+    known_hosts = tmp_path / "known_hosts"
+    known_hosts.write_text(emulator.known_hosts())
+    credentials = write_credentials(tmp_path / "credentials.yaml.json",
+                                    {"sonic/leaf": EMULATOR_LOGIN, "sonic/spine": EMULATOR_LOGIN})
+    celery_worker_process.extra_env = {
+        "FABRIC_DRIVER": "fabric.drivers.ssh.SonicSshDriver",
+        "FABRIC_CREDENTIALS_FILE": str(credentials),
+        "FABRIC_KNOWN_HOSTS_FILE": str(known_hosts),
+        "FABRIC_SWITCH_ENDPOINTS": json.dumps({
+            name: f"{emulator.host}:{emulator.port_of(name)}" for name in ("leaf01", "spine01")
+        }),
+        "FABRIC_SSH_CONNECT_TIMEOUT": "3",
+        "FABRIC_SSH_COMMAND_TIMEOUT": "5",
+    }
+    yield build_action_inventory()
+    emulator.stop()
+
+
+def test_a_port_shut_from_the_ui_shows_on_the_fabric_page_without_a_reload(
+    switches_behind_the_worker, portal_server, browser_page, make_user
+):
+    from fabric.tasks import poll_fabric_counters
+    from portal.models import Action, ActionStatus
+
+    leaf = switches_behind_the_worker.leaf
+    poll_fabric_counters.delay()  # the beat's job in production: a first picture of the ports
+    page = browser_page
+    log_in(page, portal_server, make_user(Role.OPERATOR).username)
+    page.goto(f"{portal_server.url}/fabric/")
+    page.wait_for_selector("#live-indicator[data-state=live]", timeout=15_000)
+    cell = '.fabric-switch[data-switch="leaf01"] .port-cell[data-port="Ethernet8"]'
+    page.wait_for_selector(f"{cell}[data-state=U]", timeout=20_000)
+    page.evaluate("window.__sameDocument = 'yes'")
+
+    # Shut the uplink from its confirmation page in a second window (same session).
+    second_window = page.context.browser.new_context()
+    second_window.add_cookies(page.context.cookies())
+    confirm = second_window.new_page()
+    confirm.goto(f"{portal_server.url}/fabric/switches/{leaf.pk}/ports/admin/?ports=Ethernet8")
+    confirm.check("input[name=state][value=down]")
+    confirm.fill("#reason", "reseat uplink optic")
+    confirm.click("section[aria-labelledby=confirm] button[type=submit]")
+    confirm.wait_for_url(f"{portal_server.url}/actions/*/")
+    action = Action.objects.get(pk=int(confirm.url.rstrip("/").rsplit("/", 1)[1]))
+    assert action.parameters["ports"] == ["Ethernet8"] and action.parameters["up"] is False
+    for _ in range(150):
+        action.refresh_from_db()
+        if action.is_terminal:
+            break
+        page.wait_for_timeout(100)
+    assert action.status == ActionStatus.SUCCEEDED, action.last_error
+    second_window.close()
+
+    # The next poll sees the shut port: the open heat map marks it without a reload.
+    poll_fabric_counters.delay()
+    page.wait_for_selector(f"{cell}[data-state=X]", timeout=20_000)
+    assert page.text_content(cell).strip() == "X"
+    assert page.evaluate("window.__sameDocument") == "yes"
+    page.screenshot(path=str(ARTIFACTS / "fabric-port-shut-live.png"), full_page=True)
