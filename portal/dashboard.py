@@ -19,7 +19,7 @@ from faults.workflow import OPEN_STATUSES
 from inventory.models import GPU
 from inventory.selectors import visible_nodes
 from jobs.models import Job
-from jobs.selectors import running_jobs, visible_jobs
+from jobs.selectors import JOB_READERS, running_jobs, visible_jobs
 
 # The grid's states, in legend order, with the letter each cell shows (colour is never alone).
 GRID_STATES = {
@@ -101,7 +101,8 @@ class ClusterGrid:
     state_counts: dict[str, int]
     node_total: int
     gpu_total: int
-    gpus_in_use: int = 0
+    # None: the user may not read jobs (a viewer), so the page cannot say how many are in use.
+    gpus_in_use: int | None = 0
     # None: the user may not see fault tickets (the page shows no fault information at all).
     faults_by_category: list[tuple[str, str, int]] | None = None
 
@@ -163,8 +164,8 @@ def gpus_in_use(*, user) -> int:
 
 def cluster_grid(*, user) -> ClusterGrid:
     """Every node the user may see, grouped by pod and rack, with its open fault tickets and
-    running jobs, and the summary counts: seven queries whatever the size (five for a tenant
-    admin, who gets no fault information)."""
+    running jobs, and the summary counts: seven queries whatever the size (fewer for a tenant
+    admin, who gets no fault information, and a viewer, who gets no jobs)."""
     nodes = (
         visible_nodes(user=user)
         .select_related("pod", "rack")
@@ -208,6 +209,6 @@ def cluster_grid(*, user) -> ClusterGrid:
         state_counts=dict(state_counts),
         node_total=sum(state_counts.values()),
         gpu_total=sum(gpu_counts.values()),
-        gpus_in_use=gpus_in_use(user=user),
+        gpus_in_use=gpus_in_use(user=user) if user.role in JOB_READERS else None,
         faults_by_category=open_faults_by_category(user=user),
     )

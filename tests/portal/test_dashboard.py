@@ -192,4 +192,6 @@ def test_viewer_sees_faults_but_no_jobs(make_user):
     make_ticket(nodes[0])
     grid = cluster_grid(user=make_user(Role.VIEWER))
     cell = all_cells(grid)["gpu001"]
-    assert (cell.open_faults, cell.jobs, grid.gpus_in_use) == (1, [], 0)
+    assert (cell.open_faults, cell.jobs, grid.gpus_in_use) == (1, [], None)
+    html = browser_for(make_user, Role.VIEWER).get("/").content.decode()
+    assert 'id="gpus-in-use">—<' in html and "fault-mark" in html
