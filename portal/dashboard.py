@@ -1,16 +1,25 @@
 """Reads behind the dashboard's cluster view (issue 7): the node grid and its summary counts.
 
-The grid is built from the same visibility rule as the inventory API (`visible_nodes`), so a
-tenant admin's grid holds their allocations' nodes only.
+The grid is built from the same visibility rules as the APIs: `visible_nodes` (a tenant admin's
+grid holds their allocations' nodes only), `visible_jobs` (their own tenant's jobs only, viewers
+none) and `can_read_faults` (tenant admins see no fault tickets at all). Every read here is a
+fixed number of queries, whatever the cluster's size.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
+from django.db.models import Count, Sum
+
+from faults.models import Category, FaultTicket
+from faults.selectors import can_read_faults, ticket_list
+from faults.workflow import OPEN_STATUSES
 from inventory.models import GPU
 from inventory.selectors import visible_nodes
+from jobs.models import Job
+from jobs.selectors import JOB_READERS, running_jobs, visible_jobs
 
 # The grid's states, in legend order, with the letter each cell shows (colour is never alone).
 GRID_STATES = {
@@ -32,6 +41,15 @@ def grid_state(slurm_state: str) -> str:
     return state if state in GRID_STATES else "unknown"
 
 
+@dataclass(frozen=True)
+class RunningJob:
+    job_id: str
+    user: str
+
+    def __str__(self) -> str:
+        return f"{self.job_id} ({self.user})" if self.user else self.job_id
+
+
 @dataclass
 class GridCell:
     node_id: int
@@ -40,6 +58,25 @@ class GridCell:
     slurm_state: str
     reason: str
     gpus: int
+    open_faults: int = 0
+    jobs: list[RunningJob] = field(default_factory=list)
+
+    @property
+    def jobs_text(self) -> str:
+        return ", ".join(str(job) for job in self.jobs)
+
+    @property
+    def label(self) -> str:
+        """The hover text and accessible name; static/js/cluster.js builds the same string."""
+        parts = [f"{self.hostname}: {self.slurm_state}"]
+        if self.reason:
+            parts.append(f"reason: {self.reason}")
+        if self.open_faults:
+            plural = "s" if self.open_faults > 1 else ""
+            parts.append(f"{self.open_faults} open fault ticket{plural}")
+        if self.jobs:
+            parts.append(f"running job {self.jobs_text}")
+        return " · ".join(parts)
 
 
 @dataclass
@@ -64,6 +101,14 @@ class ClusterGrid:
     state_counts: dict[str, int]
     node_total: int
     gpu_total: int
+    # None: the user may not read jobs (a viewer), so the page cannot say how many are in use.
+    gpus_in_use: int | None = 0
+    # None: the user may not see fault tickets (the page shows no fault information at all).
+    faults_by_category: list[tuple[str, str, int]] | None = None
+
+    @property
+    def open_fault_total(self) -> int:
+        return sum(count for _, _, count in self.faults_by_category or [])
 
     @property
     def legend(self) -> list[tuple[str, str, int]]:
@@ -71,8 +116,56 @@ class ClusterGrid:
         return [(state, letter, counts.get(state, 0)) for state, letter in GRID_STATES.items()]
 
 
+def open_faults_by_category(*, user) -> list[tuple[str, str, int]] | None:
+    """(category, label, count) of open tickets for every category, or None for a user who may
+    not read fault tickets. One query."""
+    if not can_read_faults(user):
+        return None
+    counts = dict(
+        ticket_list(user=user, filters={"status": "open"})
+        .order_by()
+        .values_list("category")
+        .annotate(count=Count("id"))
+    )
+    return [(value, label, counts.get(value, 0)) for value, label in Category.choices]
+
+
+def _open_faults_by_node(*, user, nodes) -> dict[int, int]:
+    if not can_read_faults(user):
+        return {}
+    rows = (
+        FaultTicket.objects.filter(status__in=OPEN_STATUSES, node__in=nodes)
+        .order_by()
+        .values_list("node_id")
+        .annotate(count=Count("id"))
+    )
+    return dict(rows)
+
+
+def _running_jobs_by_node(*, user, nodes) -> dict[int, list[RunningJob]]:
+    """The running jobs `user` may see on each node, by job id. One query."""
+    jobs = visible_jobs(user=user).filter(pk__in=running_jobs().values("pk"))
+    rows = (
+        Job.nodes.through.objects.filter(job__in=jobs, node__in=nodes)
+        .order_by("job__job_id")
+        .values_list("node_id", "job__job_id", "job__user")
+    )
+    by_node: dict[int, list[RunningJob]] = defaultdict(list)
+    for node_id, job_id, job_user in rows:
+        by_node[node_id].append(RunningJob(job_id, job_user))
+    return by_node
+
+
+def gpus_in_use(*, user) -> int:
+    """GPUs allocated to the running jobs `user` may see. One query."""
+    jobs = visible_jobs(user=user).filter(pk__in=running_jobs().values("pk"))
+    return jobs.aggregate(total=Sum("gpus"))["total"] or 0
+
+
 def cluster_grid(*, user) -> ClusterGrid:
-    """Every node the user may see, grouped by pod and rack, in three queries."""
+    """Every node the user may see, grouped by pod and rack, with its open fault tickets and
+    running jobs, and the summary counts: seven queries whatever the size (fewer for a tenant
+    admin, who gets no fault information, and a viewer, who gets no jobs)."""
     nodes = (
         visible_nodes(user=user)
         .select_related("pod", "rack")
@@ -84,6 +177,8 @@ def cluster_grid(*, user) -> ClusterGrid:
     gpu_counts = Counter(
         GPU.objects.filter(node__in=visible_nodes(user=user)).values_list("node_id", flat=True)
     )
+    faults_by_node = _open_faults_by_node(user=user, nodes=visible_nodes(user=user))
+    jobs_by_node = _running_jobs_by_node(user=user, nodes=visible_nodes(user=user))
     pods: dict[str, GridPod] = {}
     racks: dict[tuple[str, str], GridRack] = {}
     state_counts: Counter[str] = Counter()
@@ -105,6 +200,8 @@ def cluster_grid(*, user) -> ClusterGrid:
                 slurm_state=node.slurm_state or "unknown",
                 reason=node.slurm_reason,
                 gpus=gpu_counts.get(node.pk, 0),
+                open_faults=faults_by_node.get(node.pk, 0),
+                jobs=jobs_by_node.get(node.pk, []),
             )
         )
     return ClusterGrid(
@@ -112,4 +209,6 @@ def cluster_grid(*, user) -> ClusterGrid:
         state_counts=dict(state_counts),
         node_total=sum(state_counts.values()),
         gpu_total=sum(gpu_counts.values()),
+        gpus_in_use=gpus_in_use(user=user) if user.role in JOB_READERS else None,
+        faults_by_category=open_faults_by_category(user=user),
     )

@@ -1,0 +1,235 @@
+"""The dashboard's cluster view in real headless Chromium against a real server, worker and
+channel layer: a drain requested from the UI moves the node's cell, and a platform fault event
+puts a mark on it and moves the fault counts, both without a reload; the page fits a laptop and a
+4K wall screen and its cells are reachable by keyboard."""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.request
+
+import pytest
+
+from faults.models import FaultTicket
+from inventory.models import GPU, Node, Pod, Rack
+from jobs.sync import sync_live_jobs
+from portal.dashboard import gpus_in_use
+from portal.models import Role
+from portal.services.accounts import api_token_create
+from tests.conftest import ARTIFACTS
+from tests.portal.test_browser_live import log_in
+
+pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+
+
+def build_cluster() -> list[Node]:
+    """Two pods of two racks with four 8-GPU nodes each: the simulator driver (the default
+    SLURM_DRIVER, shared with the worker through the database) follows these nodes."""
+    nodes = []
+    for pod_number in (1, 2):
+        pod = Pod.objects.create(name=f"pod{pod_number}")
+        for rack_number in (1, 2):
+            rack = Rack.objects.create(name=f"p{pod_number}-r{rack_number:02d}", pod=pod)
+            for _ in range(4):
+                number = len(nodes) + 1
+                node = Node.objects.create(hostname=f"gpu{number:03d}", pod=pod, rack=rack)
+                GPU.objects.bulk_create(
+                    GPU(node=node, index=index, serial=f"16543220{number:02d}{index:02d}")
+                    for index in range(8)
+                )
+                nodes.append(node)
+    return nodes
+
+
+def post_json(url: str, body: dict, token: str) -> int:
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), method="POST",
+        headers={"Authorization": f"Token {token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return response.status
+
+
+def outside_the_browser_loop(task) -> None:
+    """Run `task` in a thread of its own: Playwright's event loop in this thread would make the
+    publish on commit refuse to run (async_to_sync inside a running loop)."""
+    from django.db import connection
+
+    failures = []
+
+    def run():
+        try:
+            task()
+        except Exception as error:  # surfaced in the test's thread below
+            failures.append(error)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(timeout=60)
+    assert not failures, failures
+
+
+def after_letter(page, selector: str) -> str:
+    """The state letter a cell shows (CSS ::after content), without its quotes."""
+    return page.eval_on_selector(
+        selector, "cell => getComputedStyle(cell, '::after').content.replaceAll('\"', '')"
+    )
+
+
+def test_dashboard_follows_a_ui_drain_and_a_fault_event_without_a_reload(
+    portal_server, browser_page, make_user
+):
+    build_cluster()
+    operator = make_user(Role.OPERATOR)
+    page = browser_page
+    log_in(page, portal_server, operator.username)
+    page.wait_for_selector("#live-indicator[data-state=live]", timeout=15_000)
+    page.evaluate("window.__sameDocument = 'yes'")  # gone if anything reloads the page
+    cell = "#node-cell-gpu003"
+    assert page.get_attribute(cell, "data-state") == "unknown"  # no Slurm sync has run yet
+
+    # Drain gpu003 from its node page in a second window (same session); the dashboard stays.
+    second_window = page.context.browser.new_context()
+    second_window.add_cookies(page.context.cookies())
+    node_page = second_window.new_page()
+    node_page.goto(f"{portal_server.url}/inventory/nodes/gpu003/")
+    node_page.click("summary:has-text('Drain gpu003')")
+    node_page.fill("#drain-reason-" + str(Node.objects.get(hostname="gpu003").pk), "NVLink check")
+    node_page.check("form[action$='/drain/'] input[name=confirm]")
+    node_page.click("form[action$='/drain/'] button[type=submit]")
+    node_page.wait_for_load_state()
+
+    # The worker drains it in the simulator and its node-state sync publishes the change.
+    page.wait_for_selector(
+        f"{cell}[data-state=draining], {cell}[data-state=drained]", timeout=30_000
+    )
+    state = page.get_attribute(cell, "data-state")
+    assert after_letter(page, cell) == {"draining": "d", "drained": "D"}[state]
+    assert "reason: NVLink check" in page.get_attribute(cell, "title")
+    assert page.text_content(f"[data-state-count={state}]").strip() == "1"
+    assert page.evaluate("window.__sameDocument") == "yes"
+    page.screenshot(path=str(ARTIFACTS / "cluster-dashboard-drained.png"), full_page=True)
+    second_window.close()
+
+    # The squeue sync (the beat's job in production) brings the simulator's running jobs in:
+    # its "jobs" events make the page re-read the GPU count and the cells' running jobs.
+    assert page.text_content("#gpus-in-use").strip() == "0"
+    outside_the_browser_loop(sync_live_jobs)
+    in_use = gpus_in_use(user=operator)
+    assert in_use > 0  # most of the simulated cluster is allocated
+    page.wait_for_selector(f"#gpus-in-use:text-is('{in_use}')", timeout=10_000)
+    busy = page.locator(".cluster-racks .node-cell[data-jobs]:not([data-jobs=''])").first
+    assert "running job " in busy.get_attribute("title")
+
+    # A node agent reports an XID on gpu006: the ticket's mark and the counts arrive live.
+    assert not page.locator("#node-cell-gpu006 .fault-mark").count()
+    _, key = api_token_create(user=make_user(Role.OPERATOR), name="node agent")
+    event = {"kind": "xid", "node": "gpu006", "gpu": 3, "xid": 79}
+    assert post_json(f"{portal_server.url}/api/faults/events/", event, key) == 201
+    ticket = FaultTicket.objects.get()
+    page.wait_for_selector("#node-cell-gpu006 .fault-mark[aria-label='open fault']",
+                           timeout=15_000)
+    page.wait_for_selector(f"[data-fault-count={ticket.category}]:text-is('1')", timeout=5_000)
+    assert page.text_content("#open-fault-total").strip() == "1"
+    assert "1 open fault ticket" in page.get_attribute("#node-cell-gpu006", "title")
+    assert page.evaluate("window.__sameDocument") == "yes"
+
+    # Laptop and wall screen: no sideways scrolling, and screenshots to look at.
+    for width, height, name in ((1366, 768, "1366"), (3840, 2160, "4k")):
+        page.set_viewport_size({"width": width, "height": height})
+        page.wait_for_timeout(200)
+        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0, f"horizontal scrolling at {name}"
+        page.screenshot(path=str(ARTIFACTS / f"cluster-dashboard-{name}.png"), full_page=True)
+
+    # Keyboard: Tab reaches the grid's cells (links), and Enter opens the node.
+    page.set_viewport_size({"width": 1366, "height": 768})
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    for _ in range(80):
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.classList.contains('node-cell')"):
+            break
+    else:
+        pytest.fail("Tab never reached a node cell")
+    assert page.evaluate("document.activeElement.id") == "node-cell-gpu001"
+    page.screenshot(path=str(ARTIFACTS / "cluster-dashboard-keyboard.png"))
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"{portal_server.url}/inventory/nodes/gpu001/")
+
+
+@pytest.fixture
+def switches_behind_the_worker(celery_worker_process, tmp_path):
+    """leaf01 and spine01 served by the SONiC emulator over real SSH; the worker (started by
+    portal_server) reaches them with the production SSH driver, for the Action and the polls."""
+    from tests.fabric.driver_contract import (
+        CONTRACT_LEAF,
+        CONTRACT_SPINE,
+        EMULATOR_LOGIN,
+        EmulatorThread,
+        write_credentials,
+    )
+    from tests.fabric.test_switch_actions import build_action_inventory
+
+    emulator = EmulatorThread([CONTRACT_LEAF, CONTRACT_SPINE], tmp_path / "host-keys")
+    known_hosts = tmp_path / "known_hosts"
+    known_hosts.write_text(emulator.known_hosts())
+    credentials = write_credentials(tmp_path / "credentials.yaml.json",
+                                    {"sonic/leaf": EMULATOR_LOGIN, "sonic/spine": EMULATOR_LOGIN})
+    celery_worker_process.extra_env = {
+        "FABRIC_DRIVER": "fabric.drivers.ssh.SonicSshDriver",
+        "FABRIC_CREDENTIALS_FILE": str(credentials),
+        "FABRIC_KNOWN_HOSTS_FILE": str(known_hosts),
+        "FABRIC_SWITCH_ENDPOINTS": json.dumps({
+            name: f"{emulator.host}:{emulator.port_of(name)}" for name in ("leaf01", "spine01")
+        }),
+        "FABRIC_SSH_CONNECT_TIMEOUT": "3",
+        "FABRIC_SSH_COMMAND_TIMEOUT": "5",
+    }
+    yield build_action_inventory()
+    emulator.stop()
+
+
+def test_a_port_shut_from_the_ui_shows_on_the_fabric_page_without_a_reload(
+    switches_behind_the_worker, portal_server, browser_page, make_user
+):
+    from fabric.tasks import poll_fabric_counters
+    from portal.models import Action, ActionStatus
+
+    leaf = switches_behind_the_worker.leaf
+    poll_fabric_counters.delay()  # the beat's job in production: a first picture of the ports
+    page = browser_page
+    log_in(page, portal_server, make_user(Role.OPERATOR).username)
+    page.goto(f"{portal_server.url}/fabric/")
+    page.wait_for_selector("#live-indicator[data-state=live]", timeout=15_000)
+    cell = '.fabric-switch[data-switch="leaf01"] .port-cell[data-port="Ethernet8"]'
+    page.wait_for_selector(f"{cell}[data-state=U]", timeout=20_000)
+    page.evaluate("window.__sameDocument = 'yes'")
+
+    # Shut the uplink from its confirmation page in a second window (same session).
+    second_window = page.context.browser.new_context()
+    second_window.add_cookies(page.context.cookies())
+    confirm = second_window.new_page()
+    confirm.goto(f"{portal_server.url}/fabric/switches/{leaf.pk}/ports/admin/?ports=Ethernet8")
+    confirm.check("input[name=state][value=down]")
+    confirm.fill("#reason", "reseat uplink optic")
+    confirm.click("section[aria-labelledby=confirm] button[type=submit]")
+    confirm.wait_for_url(f"{portal_server.url}/actions/*/")
+    action = Action.objects.get(pk=int(confirm.url.rstrip("/").rsplit("/", 1)[1]))
+    assert action.parameters["ports"] == ["Ethernet8"] and action.parameters["up"] is False
+    for _ in range(150):
+        action.refresh_from_db()
+        if action.is_terminal:
+            break
+        page.wait_for_timeout(100)
+    assert action.status == ActionStatus.SUCCEEDED, action.last_error
+    second_window.close()
+
+    # The next poll sees the shut port: the open heat map marks it without a reload.
+    poll_fabric_counters.delay()
+    page.wait_for_selector(f"{cell}[data-state=X]", timeout=20_000)
+    assert page.text_content(cell).strip() == "X"
+    assert page.evaluate("window.__sameDocument") == "yes"
+    page.screenshot(path=str(ARTIFACTS / "fabric-port-shut-live.png"), full_page=True)
