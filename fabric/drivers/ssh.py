@@ -319,7 +319,7 @@ class SonicSshDriver(FabricDriver):
             for line in self._run_lines(commands[start : start + READ_BATCH_SIZE])
         ]
         try:
-            return [ast.literal_eval(line) if line.strip() else {} for line in lines]
+            return [_parse_hash(line) for line in lines]
         except (ValueError, SyntaxError):
             raise SwitchCommandFailed("sonic-db-cli HGETALL", 0, "unparsable output") from None
 
@@ -505,6 +505,19 @@ def _record_host_key(target: SwitchTarget, key: asyncssh.SSHKey | None) -> None:
 def natural_key(name: str) -> list:
     """Ethernet8 before Ethernet16."""
     return [int(part) if part.isdigit() else part for part in _NATURAL.split(name)]
+
+
+# CPython 3.11's parser is not safe to enter from many threads at once ("AST constructor
+# recursion depth mismatch", seen when 16 poll threads parsed counters together): one at a time.
+_LITERAL_EVAL_LOCK = threading.Lock()
+
+
+def _parse_hash(line: str) -> Hash:
+    """One `sonic-db-cli ... HGETALL` output line: a Python dict literal of strings."""
+    if not line.strip():
+        return {}
+    with _LITERAL_EVAL_LOCK:
+        return ast.literal_eval(line)
 
 
 def _int(value: Any, default: int = 0) -> int:

@@ -297,3 +297,15 @@ def test_counter_reads_are_split_into_bounded_round_trips(trusted_emulator, monk
     split = ssh.SonicSshDriver(leaf_target(trusted_emulator)).counters().ports
     assert [port.name for port in split] == list(whole)
     assert all(port.in_octets >= whole[port.name] for port in split)  # counters only grow
+
+
+def test_hash_lines_parse_safely_from_many_threads():
+    from concurrent.futures import ThreadPoolExecutor
+
+    from fabric.drivers.ssh import _parse_hash
+
+    line = repr({f"SAI_PORT_STAT_PFC_{n}_RX_PKTS": str(n * 7) for n in range(300)})
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        results = list(pool.map(_parse_hash, [line] * 400))
+    assert all(result["SAI_PORT_STAT_PFC_7_RX_PKTS"] == "49" for result in results)
+    assert _parse_hash("   ") == {}
