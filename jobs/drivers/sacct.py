@@ -16,19 +16,8 @@ from jobs.drivers.base import FinishedJob
 from portal.errors import InvalidInput
 
 SACCT_FIELDS = (
-    "JobID",
-    "JobName",
-    "User",
-    "Account",
-    "Partition",
-    "State",
-    "ExitCode",
-    "Submit",
-    "Start",
-    "End",
-    "Elapsed",
-    "NodeList",
-    "AllocTRES",
+    "JobID", "JobName", "User", "Account", "Partition", "State", "ExitCode",
+    "Submit", "Start", "End", "Elapsed", "NodeList", "AllocTRES",
 )
 SACCT_FORMAT = ",".join(SACCT_FIELDS)
 _ELAPSED = re.compile(r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)(?:\.\d+)?$")
@@ -79,12 +68,8 @@ def parse_sacct(text: str) -> list[FinishedJob]:
             continue
         if len(fields) != len(SACCT_FIELDS):
             raise InvalidInput(
-                {
-                    "file": [
-                        f"line {number}: expected {len(SACCT_FIELDS)} fields "
-                        f"({SACCT_FORMAT}), found {len(fields)}"
-                    ]
-                }
+                {"file": [f"line {number}: expected {len(SACCT_FIELDS)} fields "
+                          f"({SACCT_FORMAT}), found {len(fields)}"]}
             )
         row = dict(zip(SACCT_FIELDS, fields, strict=True))
         if "." in row["JobID"]:
