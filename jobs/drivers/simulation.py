@@ -314,6 +314,7 @@ class ClusterSimulation:
             name for name, node in nodes.items() if node["job"] is None and self._available(node)
         )
         available = [name for name, node in sorted(nodes.items()) if self._available(node)]
+        capacity: dict[str, int] = {}
         shadow: float | None = None
         spare = 0
         still_pending = []
@@ -331,11 +332,14 @@ class ClusterSimulation:
                 still_pending.append(job)
                 continue
             size = job["node_count"]
-            if size > sum(1 for name in available if usable(name, job)):
+            account = job["account"]
+            if account not in capacity:  # per account, as reservations differ by account
+                capacity[account] = sum(1 for name in available if usable(name, job))
+            if size > capacity[account]:
                 job["reason"] = "ReqNodeNotAvail"
                 still_pending.append(job)
                 continue
-            candidates = [name for name in free if usable(name, job)]
+            candidates = [name for name in free if usable(name, job)] if reserved_for else free
             if shadow is None:
                 if size <= len(candidates):
                     self._start(job, candidates[:size], moment)
