@@ -10,7 +10,10 @@ the clock cannot lose each other's writes (a version column makes the write cond
 works on SQLite too), and each test's transaction rolls the cluster back with everything else.
 
 The cluster follows `jobs.drivers.simulation`: nodes from the inventory (gpu001-gpu100 when it
-is empty), the paper's job mix, seeded and driven by an injectable clock.
+is empty), the paper's job mix, seeded and driven by an injectable clock. It keeps reservations
+like slurmctld (reserved nodes run only the reservation's accounts), and tests can submit a job
+on given nodes (`submit_job`), which is how the driver contract runs against it
+(tests/jobs/test_simulator_contract.py).
 """
 
 from __future__ import annotations
@@ -249,6 +252,8 @@ class SimulatorDriver(SlurmDriver):
 
         def apply(simulation: ClusterSimulation) -> str:
             self._check_names(simulation, names)
+            if not 0 < gpus_per_node <= GPUS_PER_NODE:
+                raise SlurmRejected(f"gpus_per_node must be 1 to {GPUS_PER_NODE}")
             return simulation.submit(
                 nodes=names,
                 gpus_per_node=gpus_per_node,

@@ -1,8 +1,10 @@
 """The simulator as the driver contract's hands (tests/jobs/driver_contract.py).
 
-Everything goes through the simulated cluster's own state (`SimulatorDriver.inspect` and its
-test controls), never through the driver interface under test. The clock is real time plus an
-offset the contract's `wait_until` moves forward, so a job "runs" five seconds in no time.
+Everything goes through the simulated cluster's own state (`SimulatorDriver.inspect`) or the
+simulator's controls (submit_job, cancel_jobs, set_controller_up: what sbatch, scancel and
+stopping slurmctld do), never through the driver interface under test. The clock is real time
+plus an offset the contract's `wait_until` moves forward, so a job "runs" five seconds in no
+time.
 """
 
 from __future__ import annotations
@@ -66,16 +68,13 @@ class SimulatorCluster(ContractCluster):
         name: str = "contract",
         account: str = "root",
     ) -> str:
-        names = list(nodes)
-        return self.driver.inspect(
-            lambda simulation: simulation.submit(
-                nodes=names,
-                gpus_per_node=gpus_per_node,
-                seconds=seconds,
-                exit_code=exit_code,
-                name=name,
-                account=account,
-            )
+        return self.driver.submit_job(
+            nodes=nodes,
+            gpus_per_node=gpus_per_node,
+            seconds=seconds,
+            exit_code=exit_code,
+            name=name,
+            account=account,
         )
 
     def job_state(self, job_id: str) -> str:
@@ -91,7 +90,7 @@ class SimulatorCluster(ContractCluster):
         return record.record["state"] if record is not None else ""
 
     def cancel_jobs(self, job_ids: Sequence[str]) -> None:
-        self.driver.inspect(lambda simulation: simulation.cancel(list(job_ids)))
+        self.driver.cancel_jobs(job_ids)
 
     def observe_node(self, name: str) -> ObservedNode:
         def read(simulation: ClusterSimulation) -> ObservedNode:
