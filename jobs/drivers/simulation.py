@@ -193,6 +193,7 @@ class ClusterSimulation:
             "nodes": {},
             "running": {},
             "pending": [],
+            "reservations": {},
         }
         simulation = cls(state)
         simulation.set_node_names(node_names)
@@ -243,6 +244,8 @@ class ClusterSimulation:
                 for node in state["nodes"].values():
                     if node["recover_at"] is not None and node["recover_at"] <= moment:
                         self._recover(node)
+            elif kind == "reservation":
+                self._expire_reservations(moment)
             elif kind == "fail":
                 self._fail_random_node(moment)
             elif kind == "arrive":
@@ -262,6 +265,9 @@ class ClusterSimulation:
             candidates.append((min(recoveries), 1, "recover"))
         if state["next_failure_at"] is not None:
             candidates.append((state["next_failure_at"], 2, "fail"))
+        boundaries = self._reservation_boundaries()
+        if boundaries:
+            candidates.append((min(boundaries), 1, "reservation"))
         candidates.append((state["next_arrival_at"], 3, "arrive"))
         moment, _, kind = min(candidates)
         return moment, kind
@@ -293,35 +299,60 @@ class ClusterSimulation:
 
     def _schedule(self, moment: float) -> None:
         """Start pending jobs: first come first served, with EASY backfill (a later job may
-        jump ahead only if it does not delay the first waiting job)."""
+        jump ahead only if it does not delay the first waiting job). A node in an active
+        reservation takes only jobs of the reservation's accounts; a job submitted for given
+        nodes (`required_nodes`, like `sbatch --nodelist`) starts when exactly those are free."""
         state = self.state
         nodes = state["nodes"]
+        reserved_for = self.reserved_accounts(moment)
+
+        def usable(name: str, job: dict) -> bool:
+            accounts = reserved_for.get(name)
+            return accounts is None or job["account"] in accounts
+
         free = sorted(
             name for name, node in nodes.items() if node["job"] is None and self._available(node)
         )
-        capacity = sum(1 for node in nodes.values() if self._available(node))
+        available = [name for name, node in sorted(nodes.items()) if self._available(node)]
+        capacity: dict[str, int] = {}
         shadow: float | None = None
         spare = 0
         still_pending = []
         for job in state["pending"]:
+            required = job.get("required_nodes")
+            if required:
+                if any(name not in available or not usable(name, job) for name in required):
+                    job["reason"] = "ReqNodeNotAvail"
+                elif all(name in free for name in required):
+                    self._start(job, list(required), moment)
+                    free = [name for name in free if name not in set(required)]
+                    continue
+                else:
+                    job["reason"] = "Resources"
+                still_pending.append(job)
+                continue
             size = job["node_count"]
-            if size > capacity:
+            account = job["account"]
+            if account not in capacity:  # per account, as reservations differ by account
+                capacity[account] = sum(1 for name in available if usable(name, job))
+            if size > capacity[account]:
                 job["reason"] = "ReqNodeNotAvail"
                 still_pending.append(job)
                 continue
+            candidates = [name for name in free if usable(name, job)] if reserved_for else free
             if shadow is None:
-                if size <= len(free):
-                    self._start(job, free[:size], moment)
-                    free = free[size:]
+                if size <= len(candidates):
+                    self._start(job, candidates[:size], moment)
+                    free = [name for name in free if name not in set(candidates[:size])]
                     continue
-                shadow, spare = self._reservation(size, len(free))
+                shadow, spare = self._reservation(size, len(candidates))
                 job["reason"] = "Resources"
                 still_pending.append(job)
                 continue
             ends_in_time = moment + job["runtime"] <= shadow
-            if size <= len(free) and (ends_in_time or size <= spare):
-                self._start(job, free[:size], moment)
-                free = free[size:]
+            if size <= len(candidates) and (ends_in_time or size <= spare):
+                self._start(job, candidates[:size], moment)
+                free = [name for name in free if name not in set(candidates[:size])]
                 if not ends_in_time:
                     spare -= size
                 continue
@@ -379,6 +410,153 @@ class ClusterSimulation:
                 "gpus": job["gpus"],
             }
         )
+
+    def submit(
+        self,
+        *,
+        nodes: list[str],
+        gpus_per_node: int,
+        seconds: float,
+        exit_code: int = 0,
+        name: str = "job",
+        account: str = "root",
+        user: str = "root",
+        partition: str = "gpu",
+    ) -> str:
+        """Queue a job for exactly `nodes` (`sbatch --nodelist --gres=gpu:N`) that runs
+        `seconds`, then exits `exit_code`; the scheduler starts it at once if it can."""
+        if not nodes:
+            raise ValueError("a job needs at least one node")
+        unknown = self.unknown_nodes(nodes)
+        if unknown:
+            raise ValueError(f"unknown nodes: {', '.join(unknown)}")
+        if not 0 <= gpus_per_node <= GPUS_PER_NODE:
+            raise ValueError(f"gpus_per_node must be 0..{GPUS_PER_NODE}")
+        state = self.state
+        job_id = str(state["next_job_id"])
+        state["next_job_id"] += 1
+        state["pending"].append(
+            {
+                "job_id": job_id,
+                "name": name,
+                "account": account,
+                "user": user,
+                "partition": partition,
+                "node_count": len(nodes),
+                "required_nodes": list(nodes),
+                "gpus_per_node": gpus_per_node,
+                "gpus": gpus_per_node * len(nodes),
+                "runtime": max(0.0, float(seconds)),
+                "time_limit": int(MAX_TIME_LIMIT_SECONDS // 60),
+                "final_state": "COMPLETED" if exit_code == 0 else "FAILED",
+                "exit_code": int(exit_code),
+                "signal": 0,
+                "submit": self.now,
+                "start": None,
+                "nodes": [],
+                "reason": "None",
+            }
+        )
+        self._schedule(self.now)
+        self.changed = True
+        return job_id
+
+    def cancel(self, job_ids: list[str]) -> None:
+        """Like `scancel`: running jobs end CANCELLED now, pending ones leave the queue;
+        jobs that already ended are ignored."""
+        wanted = set(job_ids)
+        for job_id in sorted(wanted & set(self.state["running"])):
+            job = self.state["running"][job_id]
+            job["exit_code"], job["signal"] = 0, 15
+            self._finish(job_id, "CANCELLED", self.now)
+        cancelled = [job for job in self.state["pending"] if job["job_id"] in wanted]
+        for job in cancelled:
+            self.finished.append(
+                {
+                    **{key: job[key] for key in ("job_id", "name", "user", "account")},
+                    "partition": job["partition"],
+                    "state": "CANCELLED",
+                    "exit_code": 0,
+                    "signal": 0,
+                    "submit": job["submit"],
+                    "start": None,
+                    "end": self.now,
+                    "elapsed": 0,
+                    "nodes": [],
+                    "gpus": job["gpus"],
+                }
+            )
+        self.state["pending"] = [
+            job for job in self.state["pending"] if job["job_id"] not in wanted
+        ]
+        self._schedule(self.now)
+        self.changed = True
+
+    def job_state(self, job_id: str) -> str:
+        """RUNNING or PENDING for a job in the queue, "" otherwise (squeue's view)."""
+        if job_id in self.state["running"]:
+            return "RUNNING"
+        if any(job["job_id"] == job_id for job in self.state["pending"]):
+            return "PENDING"
+        return ""
+
+    # -- reservations ------------------------------------------------------------------------
+
+    def reservations(self) -> dict[str, dict]:
+        return self.state.setdefault("reservations", {})
+
+    def reserved_accounts(self, moment: float) -> dict[str, set[str]]:
+        """For each node in an active reservation at `moment`, the accounts it may run."""
+        reserved: dict[str, set[str]] = {}
+        for reservation in self.reservations().values():
+            end = reservation["end"]
+            if reservation["start"] <= moment and (end is None or moment < end):
+                for name in reservation["nodes"]:
+                    reserved.setdefault(name, set()).update(reservation["accounts"])
+        return reserved
+
+    def busy_for(self, names: list[str], start: float, accounts: list[str]) -> list[str]:
+        """Nodes among `names` whose running job (by its time limit) still runs at `start` and
+        is not of `accounts`: Slurm refuses such a reservation unless it ignores jobs."""
+        busy = []
+        for name in names:
+            job = self.state["running"].get(self.state["nodes"][name]["job"] or "")
+            if job is None or job["account"] in accounts:
+                continue
+            if job["start"] + job["time_limit"] * 60 > start:
+                busy.append(name)
+        return busy
+
+    def put_reservation(self, name: str, reservation: dict) -> None:
+        """Create or replace the reservation `name` (checked by the caller)."""
+        self.reservations()[name] = reservation
+        self._schedule(self.now)
+        self.changed = True
+
+    def delete_reservation(self, name: str) -> None:
+        if self.reservations().pop(name, None) is not None:
+            self._schedule(self.now)
+            self.changed = True
+
+    def _reservation_boundaries(self) -> list[float]:
+        """Future moments where a reservation starts or ends (the scheduler looks again)."""
+        now = self.state["now"]
+        moments = []
+        for reservation in self.state.get("reservations", {}).values():
+            if reservation["start"] > now:
+                moments.append(reservation["start"])
+            if reservation["end"] is not None:
+                moments.append(max(reservation["end"], now))
+        return moments
+
+    def _expire_reservations(self, moment: float) -> None:
+        """Slurm forgets a reservation once its end has passed."""
+        reservations = self.reservations()
+        ended = [
+            name for name, r in reservations.items() if r["end"] is not None and r["end"] <= moment
+        ]
+        for name in ended:
+            del reservations[name]
 
     # -- node failures -----------------------------------------------------------------------
 

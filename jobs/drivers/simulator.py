@@ -10,12 +10,16 @@ the clock cannot lose each other's writes (a version column makes the write cond
 works on SQLite too), and each test's transaction rolls the cluster back with everything else.
 
 The cluster follows `jobs.drivers.simulation`: nodes from the inventory (gpu001-gpu100 when it
-is empty), the paper's job mix, seeded and driven by an injectable clock.
+is empty), the paper's job mix, seeded and driven by an injectable clock. It keeps reservations
+like slurmctld (reserved nodes run only the reservation's accounts), and tests can submit a job
+on given nodes (`submit_job`), which is how the driver contract runs against it
+(tests/jobs/test_simulator_contract.py).
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
@@ -32,9 +36,11 @@ from jobs.drivers.base import (
     SlurmJob,
     SlurmNodeState,
     SlurmRejected,
+    SlurmReservation,
     SlurmUnavailable,
 )
 from jobs.drivers.simulation import GPUS_PER_NODE, ClusterSimulation
+from jobs.drivers.validation import checked_node_names, checked_reason
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +54,9 @@ DEFAULTS: dict[str, Any] = {
     "history_hours": 72.0,  # a fresh cluster starts this far back, so it has a past to show
 }
 MAX_WRITE_ATTEMPTS = 8
+RESERVATION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+ACCOUNT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+RESERVATION_FLAG = re.compile(r"^[A-Z][A-Z_]*$")
 
 _process_lock = threading.Lock()  # threads of one process take turns; processes use `version`
 
@@ -93,8 +102,9 @@ class SimulatorDriver(SlurmDriver):
     def nodes(self, names: Sequence[str] | None = None) -> list[SlurmNodeState]:
         def read(simulation: ClusterSimulation) -> list[SlurmNodeState]:
             wanted = set(names) if names is not None else None
+            reserved = simulation.reserved_accounts(simulation.now)
             return [
-                self._node_state(name, node)
+                self._node_state(name, node, simulation.state["running"], name in reserved)
                 for name, node in simulation.node_rows()
                 if wanted is None or name in wanted
             ]
@@ -102,9 +112,8 @@ class SimulatorDriver(SlurmDriver):
         return self._run(read)
 
     def drain(self, names: Sequence[str], reason: str) -> None:
-        names = list(names)
-        if not reason or not reason.strip():
-            raise SlurmRejected("a drain needs a reason")
+        names = checked_node_names(names)
+        checked_reason(reason)
 
         def apply(simulation: ClusterSimulation) -> None:
             self._check_names(simulation, names)
@@ -113,7 +122,7 @@ class SimulatorDriver(SlurmDriver):
         self._run(apply)
 
     def resume(self, names: Sequence[str]) -> None:
-        names = list(names)
+        names = checked_node_names(names)
 
         def apply(simulation: ClusterSimulation) -> list[str]:
             self._check_names(simulation, names)
@@ -148,7 +157,123 @@ class SimulatorDriver(SlurmDriver):
             for row in records.order_by("end_time", "id").only("record")
         ]
 
+    def reservations(self) -> list[SlurmReservation]:
+        def read(simulation: ClusterSimulation) -> list[SlurmReservation]:
+            return [
+                SlurmReservation(
+                    name=name,
+                    accounts=tuple(reservation["accounts"]),
+                    node_names=tuple(reservation["nodes"]),
+                    start=_to_datetime(reservation["start"]),
+                    end=_to_datetime(reservation["end"]),
+                    flags=tuple(reservation["flags"]),
+                )
+                for name, reservation in sorted(simulation.reservations().items())
+            ]
+
+        return self._run(read)
+
+    def create_or_update_reservation(self, reservation: SlurmReservation) -> None:
+        """Like `scontrol create/update reservation`: refused (SlurmRejected) for unknown nodes,
+        a bad period or name, and, unless it has the IGNORE_JOBS flag, for nodes whose running
+        jobs of other accounts would still run when it starts."""
+        name = reservation.name
+        if not isinstance(name, str) or not RESERVATION_NAME.match(name):
+            raise SlurmRejected(f"invalid reservation name {name!r}")
+        names = checked_node_names(reservation.node_names)
+        accounts = sorted(set(reservation.accounts))
+        if not accounts:
+            raise SlurmRejected(f"reservation {name}: name at least one account")
+        bad = [account for account in accounts if not ACCOUNT_NAME.match(account)]
+        if bad:
+            raise SlurmRejected(f"reservation {name}: invalid account {', '.join(bad)}")
+        flags = sorted(set(reservation.flags))
+        bad = [flag for flag in flags if not RESERVATION_FLAG.match(flag)]
+        if bad:
+            raise SlurmRejected(f"reservation {name}: invalid flag {', '.join(bad)}")
+        start = reservation.start.timestamp()
+        end = reservation.end.timestamp() if reservation.end is not None else None
+        if end is not None and end <= start:
+            raise SlurmRejected(f"reservation {name}: the end must be after the start")
+
+        def apply(simulation: ClusterSimulation) -> None:
+            self._check_names(simulation, names)
+            # The caller computes "now" a moment before the controller sees it: a start already
+            # past begins now, as the reservation is meant to be in force.
+            begins = max(start, simulation.now)
+            if end is not None and end <= simulation.now:
+                raise SlurmRejected(f"reservation {name}: its end is in the past")
+            if "IGNORE_JOBS" not in flags:
+                busy = simulation.busy_for(names, begins, accounts)
+                if busy:
+                    raise SlurmRejected(
+                        f"reservation {name}: Requested nodes are busy ({', '.join(busy)})"
+                    )
+            wanted = {
+                "accounts": accounts,
+                "nodes": names,
+                "start": begins,
+                "end": end,
+                "flags": flags,
+            }
+            current = simulation.reservations().get(name)
+            if (
+                current is not None
+                and current["start"] <= simulation.now
+                and start <= simulation.now
+            ):
+                # Already in force and asked to be in force now: it keeps its original start
+                # (a re-sync changes nothing).
+                wanted["start"] = current["start"]
+            if current != wanted:
+                simulation.put_reservation(name, wanted)
+
+        self._run(apply)
+
+    def delete_reservation(self, name: str) -> None:
+        self._run(lambda simulation: simulation.delete_reservation(name))
+
     # -- controls for tests and the demo -----------------------------------------------------
+
+    def submit_job(
+        self,
+        *,
+        nodes: Sequence[str],
+        gpus_per_node: int = GPUS_PER_NODE,
+        seconds: float,
+        exit_code: int = 0,
+        name: str = "job",
+        account: str = "root",
+        user: str = "root",
+    ) -> str:
+        """Queue a job for exactly `nodes` (sbatch --nodelist); it starts as soon as they are
+        free. Returns its job id."""
+        names = list(nodes)
+
+        def apply(simulation: ClusterSimulation) -> str:
+            self._check_names(simulation, names)
+            if not 0 < gpus_per_node <= GPUS_PER_NODE:
+                raise SlurmRejected(f"gpus_per_node must be 1 to {GPUS_PER_NODE}")
+            return simulation.submit(
+                nodes=names,
+                gpus_per_node=gpus_per_node,
+                seconds=seconds,
+                exit_code=exit_code,
+                name=name,
+                account=account,
+                user=user,
+            )
+
+        return self._run(apply)
+
+    def cancel_jobs(self, job_ids: Sequence[str]) -> None:
+        """scancel: running jobs end CANCELLED, pending ones are dropped, ended ones ignored."""
+        self._run(lambda simulation: simulation.cancel(list(job_ids)), check_controller=False)
+
+    def inspect(self, operation: Callable[[ClusterSimulation], Any]) -> Any:
+        """Run `operation` on the simulation itself, brought up to the clock, even with the
+        controller down (the machine room, not an RPC); changes it makes are saved."""
+        return self._run(operation, check_controller=False)
 
     def fail_node(self, name: str, *, recover_after_seconds: float | None = None) -> None:
         """Make a node stop answering now (down*, "Not responding"), as a dead slurmd does."""
@@ -286,11 +411,14 @@ class SimulatorDriver(SlurmDriver):
             raise SlurmRejected(f"Invalid node name specified: {', '.join(unknown)}")
 
     @staticmethod
-    def _node_state(name: str, node: dict) -> SlurmNodeState:
+    def _node_state(name: str, node: dict, running: dict, reserved: bool) -> SlurmNodeState:
+        job = running.get(node["job"]) if node["job"] is not None else None
+        gpus_used = job.get("gpus_per_node", GPUS_PER_NODE) if job is not None else 0
         if node["down"]:
             base = "down"
-        elif node["job"] is not None:
-            base = "allocated"
+        elif job is not None:
+            # An injected job may take part of a node's GPUs (sbatch --gres=gpu:N): mixed.
+            base = "allocated" if gpus_used >= GPUS_PER_NODE else "mixed"
         else:
             base = "idle"
         flags = []
@@ -298,6 +426,8 @@ class SimulatorDriver(SlurmDriver):
             flags.append("DRAIN")
         if node["not_responding"]:
             flags.append("NOT_RESPONDING")
+        if reserved:
+            flags.append("RESERVED")
         return SlurmNodeState(
             name=name,
             state=base,
@@ -306,7 +436,7 @@ class SimulatorDriver(SlurmDriver):
             reason_set_at=_to_datetime(node["reason_set_at"]),
             reason_set_by=node["reason_set_by"],
             gpus_total=GPUS_PER_NODE,
-            gpus_used=GPUS_PER_NODE if node["job"] is not None else 0,
+            gpus_used=gpus_used,
         )
 
     @staticmethod

@@ -109,9 +109,11 @@ class ContractCluster(ABC):
             time.sleep(0.2)
 
 
-@pytest.mark.slurm
 class SlurmDriverContract:
-    """Subclass, override `driver` and `cluster` (and `impatient_driver` for a short timeout)."""
+    """Subclass, override `driver` and `cluster` (and `impatient_driver` for a short timeout).
+
+    No `slurm` mark here: marks on a class are inherited and cannot be taken off, and only
+    subclasses whose cluster is the real one need it (they mark their module)."""
 
     supports_node_update: bool = True
 

@@ -13,6 +13,8 @@ from jobs.drivers.slurmrestd import SlurmrestdDriver
 from tests.jobs import slurm_cluster
 from tests.jobs.driver_contract import SlurmDriverContract
 
+pytestmark = pytest.mark.slurm
+
 # Commands answer in milliseconds here; with the controller gone each would retry for ~10 s.
 IMPATIENT_TIMEOUT = 2.0
 
