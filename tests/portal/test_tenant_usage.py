@@ -267,3 +267,26 @@ def test_operator_sees_the_other_tenants_usage_on_its_own_page(yesterday_jobs, m
 
     rows = list(csv.reader(io.StringIO(response.content.decode())))
     assert rows[1:] == [[yesterday_jobs.isoformat(), "tenant-b", "carol", "40.00"]]
+
+
+@pytest.mark.browser
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_usage_chart_draws_in_chromium_with_the_tenants_users(
+    portal_server, browser_page, yesterday_jobs, make_user, tenant_a
+):
+    from tests.conftest import ARTIFACTS
+    from tests.portal.test_browser_live import log_in
+
+    errors: list[str] = []
+    page = browser_page
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    log_in(page, portal_server, make_user(Role.TENANT_ADMIN, tenant=tenant_a).username)
+    page.goto(f"{portal_server.url}/tenants/{tenant_a.slug}/")
+
+    page.wait_for_selector("#usage-chart canvas", timeout=15_000)
+    legend = page.locator("#usage-chart .u-legend").inner_text()
+    assert "alice" in legend and "bob" in legend and "allocated" in legend
+    assert "carol" not in legend
+    assert errors == []
+    page.screenshot(path=str(ARTIFACTS / "tenant-usage.png"), full_page=True)
