@@ -25,7 +25,7 @@ from inventory.allocations import (
 )
 from inventory.hostlist import expand_hostlist
 from inventory.models import Node
-from jobs.drivers.base import SlurmRejected, SlurmReservation
+from jobs.drivers.base import SlurmRejected, SlurmReservation, SlurmUnavailable
 from jobs.drivers.cli import ScontrolDriver
 from portal.models import Action, ActionStatus, Tenant
 from tests.jobs import slurm_cluster
@@ -202,3 +202,20 @@ def test_cli_driver_reads_back_what_it_wrote_and_reports_refusals(real_slurm):
     driver.delete_reservation("contract-resv")  # already gone: still a success
     assert "contract-resv" not in slurm_reservations(real_slurm)
     assert "contract-bad" not in slurm_reservations(real_slurm)
+
+
+def test_cli_driver_reports_an_unreachable_controller_as_unavailable(real_slurm):
+    # Each scontrol call waits ~10 s for the missing controller: two calls only.
+    driver = ScontrolDriver(conf=real_slurm.conf, timeout=30)
+    wanted = SlurmReservation(
+        "contract-down", (SLURM_ACCOUNT,), ("gpu019",), datetime.now(UTC), None, ("IGNORE_JOBS",)
+    )
+
+    with real_slurm.controller_down():
+        with pytest.raises(SlurmUnavailable, match="Unable to contact slurm controller"):
+            driver.create_or_update_reservation(wanted)
+        # Not "already gone": a delete that could not reach Slurm must be retried.
+        with pytest.raises(SlurmUnavailable):
+            driver.delete_reservation("contract-down")
+
+    assert "contract-down" not in slurm_reservations(real_slurm)
