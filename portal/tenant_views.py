@@ -1,5 +1,6 @@
-"""Tenant pages (issue 8): a tenant's allocations and their nodes' states; operators allocate
-nodes and end allocations here, tenant admins read their own tenant and export it as CSV."""
+"""Tenant pages (issue 8): a tenant's allocations and their nodes' states, their jobs, GPU-hours
+used against the allocations' capacity and open faults on their nodes; operators allocate nodes
+and end allocations here, tenant admins read their own tenant and export it as CSV."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from inventory.allocations import allocation_create, allocation_end
 from inventory.hostlist import compress_hostlist
 from inventory.models import Pod, Rack
 from inventory.selectors import allocation_list
-from portal import selectors
+from portal import selectors, usage
 from portal.dashboard import GRID_STATES, grid_state
 from portal.errors import ServiceError
 from portal.models.accounts import Role
@@ -75,9 +76,23 @@ class TenantDetailView(RoleRequiredMixin, TemplateView):
         context = super().get_context_data(**kwargs)
         user = self.request.user
         tenant = tenant_for(user, kwargs["slug"])
+        tenant_usage = usage.tenant_usage(user=user, tenant=tenant)
         context.update(
             tenant=tenant,
             allocations=allocation_rows(user, tenant),
+            usage=tenant_usage,
+            now=tenant_usage.end,
+            usage_rows=tenant_usage.rows(),
+            usage_by_user=[
+                (name, usage.gpu_hours(seconds))
+                for name, seconds in tenant_usage.used_seconds_by_user.items()
+            ],
+            usage_total_hours=usage.gpu_hours(tenant_usage.total_used_seconds),
+            usage_capacity_hours=usage.gpu_hours(tenant_usage.total_capacity_seconds),
+            usage_chart=tenant_usage.chart(),
+            running_jobs=usage.tenant_running_jobs(user=user, tenant=tenant)[:100],
+            past_jobs=usage.tenant_past_jobs(user=user, tenant=tenant),
+            node_faults=usage.tenant_open_faults(user=user, tenant=tenant),
             can_allocate=user.role in ALLOCATORS,
             form=kwargs.get("form") or AllocationForm(),
         )
@@ -157,4 +172,21 @@ class TenantAllocationsCsvView(RoleRequiredMixin, View):
                     allocation.purpose,
                 ]
             )
+        return response
+
+
+class TenantUsageCsvView(RoleRequiredMixin, View):
+    """GPU-hours per UTC day and user over the usage period, the tenant's own jobs only."""
+
+    allowed_roles = frozenset(Role)
+
+    def get(self, request, slug):
+        tenant = tenant_for(request.user, slug)
+        tenant_usage = usage.tenant_usage(user=request.user, tenant=tenant)
+        response = HttpResponse(content_type="text/csv")
+        response["Content-Disposition"] = f'attachment; filename="{tenant.slug}-gpu-usage.csv"'
+        writer = csv.writer(response)
+        writer.writerow(["date", "tenant", "user", "gpu_hours"])
+        for day, user_name, hours in tenant_usage.rows():
+            writer.writerow([day.isoformat(), tenant.slug, user_name, f"{hours:.2f}"])
         return response

@@ -21,6 +21,11 @@ urlpatterns = [
         name="tenant-allocations-csv",
     ),
     path(
+        "tenants/<slug:slug>/usage.csv",
+        tenant_views.TenantUsageCsvView.as_view(),
+        name="tenant-usage-csv",
+    ),
+    path(
         "tenants/<slug:slug>/allocations/<int:pk>/end/",
         tenant_views.AllocationEndView.as_view(),
         name="allocation-end",

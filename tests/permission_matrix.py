@@ -97,6 +97,15 @@ MATRIX: dict[str, Route] = {
             ),
         )
     ),
+    "tenant-usage-csv": Route(
+        (
+            get(lambda w: f"/tenants/{w.own_tenant.slug}/usage.csv", PAGE_ALL),
+            get(
+                lambda w: f"/tenants/{w.other_tenant.slug}/usage.csv",
+                statuses(200, 200, 200, 200, 404, 302),
+            ),
+        )
+    ),
     "allocation-end": Route(
         (
             post(

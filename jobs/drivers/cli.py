@@ -5,6 +5,8 @@
     scontrol update NodeName=<hostlist> State=DRAIN|RESUME ...      one call per request
     sacct -P -X -o <SACCT_FORMAT>       accounting (`sacct --json` loses exit codes in 22.05)
     scontrol ping                       is the controller up
+    scontrol -o show reservation        reservations (tenants' allocations), one line each
+    scontrol create|update|delete reservation ReservationName=...   one call per change
 
 Every command is an argv list run without a shell, with a timeout, SLURM_CONF from settings and
 TZ=UTC (sacct prints local times without a zone). Quirks of Slurm 22.05 handled here (measured,
@@ -15,6 +17,11 @@ see SLURM-NOTES.md):
   has no slurmd) although the drains were cleared: success when no named node is still drained;
 - scontrol strips one leading and one trailing '"' from Reason=, so the reason is sent wrapped in
   quotes and arrives verbatim;
+- `scontrol update ReservationName=` refuses StartTime= once the reservation has started, and
+  `scontrol delete` of a missing reservation exits 1 ("Requested reservation is invalid"): the
+  start is only sent while the reservation is still ahead, and a failed delete succeeds when
+  `scontrol show reservation` then says it is not found;
+- Duration=UNLIMITED is stored as 365 days: reservations() reports the end Slurm holds;
 - `sinfo --json` ignores -n and reports "Unspecified error" inside a document it exits 0 with
   when the controller is gone: nodes are filtered here and document errors raised.
 """
@@ -37,7 +44,7 @@ from typing import Any
 
 from django.conf import settings
 
-from inventory.hostlist import compress_hostlist
+from inventory.hostlist import compress_hostlist, expand_hostlist
 from jobs.drivers.base import (
     FinishedJob,
     SlurmDriver,
@@ -45,6 +52,7 @@ from jobs.drivers.base import (
     SlurmJob,
     SlurmNodeState,
     SlurmRejected,
+    SlurmReservation,
     SlurmUnavailable,
 )
 from jobs.drivers.openapi38 import (
@@ -71,6 +79,12 @@ INVALID_NODE_STATE = "Invalid node state specified"
 _NODE_NOT_FOUND = re.compile(r"^Node (\S+) not found$")
 _NODE_NAME = re.compile(r"(?:^|\s)NodeName=(\S+)")
 _NODE_STATE = re.compile(r"(?:^|\s)State=(\S+)")
+# Reservation names and Slurm account names: one word that cannot start an option or carry
+# a separator into the argument it is put in.
+_SLURM_WORD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_KEY_VALUE = re.compile(r"(\w+)=(\S*)")
+_RESERVATION_NOT_FOUND = re.compile(r"Reservation \S+ not found")
+_SLURM_NULL = "(null)"
 
 
 @dataclass(frozen=True)
@@ -181,6 +195,82 @@ class ScontrolDriver(SlurmDriver):
             "resume of %s: %r ignored, no node is drained any more", hostlist, result.message
         )
 
+    # --- reservations (tenants' allocations) ---------------------------------------------------
+
+    def reservations(self) -> list[SlurmReservation]:
+        result = self._run("scontrol", "-o", "show", "reservation")
+        if result.returncode != 0:
+            raise self._error(result)
+        return sorted(
+            (parse_reservation_line(line) for line in result.stdout.splitlines() if "=" in line),
+            key=lambda reservation: reservation.name,
+        )
+
+    def create_or_update_reservation(self, reservation: SlurmReservation) -> None:
+        name = _checked_word(reservation.name, "reservation name")
+        accounts = [_checked_word(account, "Slurm account") for account in reservation.accounts]
+        if not accounts:
+            raise SlurmRejected(f"reservation {name} names no Slurm account")
+        hostlist = compress_hostlist(checked_node_names(reservation.node_names))
+        flags = [_checked_word(flag, "reservation flag") for flag in reservation.flags]
+        end = (
+            f"EndTime={_slurm_time(_as_utc(reservation.end))}"
+            if reservation.end is not None
+            else "Duration=UNLIMITED"
+        )
+        existing = self._reservation(name)
+        if existing is None:
+            args = [
+                "create",
+                "reservation",
+                f"ReservationName={name}",
+                f"Accounts={','.join(accounts)}",
+                f"Nodes={hostlist}",
+                f"StartTime={_slurm_time(_as_utc(reservation.start))}",
+                end,
+            ]
+        else:
+            args = [
+                "update",
+                f"ReservationName={name}",
+                f"Accounts={','.join(accounts)}",
+                f"Nodes={hostlist}",
+                end,
+            ]
+            # Slurm refuses a new start once the reservation has begun ("already started").
+            wanted_start = _as_utc(reservation.start).replace(microsecond=0)
+            if existing.start > datetime.now(UTC) and existing.start != wanted_start:
+                args.append(f"StartTime={_slurm_time(wanted_start)}")
+        if flags:
+            args.append(f"Flags={','.join(flags)}")
+        result = self._run("scontrol", *args)
+        if result.returncode != 0:
+            raise self._error(result)
+
+    def delete_reservation(self, name: str) -> None:
+        name = _checked_word(name, "reservation name")
+        result = self._run("scontrol", "delete", f"ReservationName={name}")
+        if result.returncode == 0:
+            return
+        # 22.05 answers "Requested reservation is invalid" for a missing one: gone is success.
+        if _UNREACHABLE.search(result.message) or self._reservation(name) is not None:
+            raise self._error(result)
+        logger.info("reservation %s was already gone (%s)", name, result.message)
+
+    def _reservation(self, name: str) -> SlurmReservation | None:
+        """The named reservation as Slurm holds it, None when Slurm has none of that name."""
+        result = self._run("scontrol", "-o", "show", "reservation", name)
+        if result.returncode != 0:
+            if _RESERVATION_NOT_FOUND.search(result.message):
+                return None
+            raise self._error(result)
+        for line in result.stdout.splitlines():
+            if "=" in line:
+                reservation = parse_reservation_line(line)
+                if reservation.name == name:
+                    return reservation
+        return None
+
     # --- internals ----------------------------------------------------------------------------
 
     def _node_flags(self, hostlist: str) -> dict[str, set[str]]:
@@ -278,6 +368,48 @@ class ScontrolDriver(SlurmDriver):
             time.monotonic() - started,
         )
         return result
+
+
+def parse_reservation_line(line: str) -> SlurmReservation:
+    """One line of `scontrol -o show reservation` (times are UTC: the command runs with TZ=UTC)."""
+    fields = dict(_KEY_VALUE.findall(line))
+    try:
+        name = fields["ReservationName"]
+        start = datetime.fromisoformat(fields["StartTime"]).replace(tzinfo=UTC)
+        end_text = fields.get("EndTime", "")
+        end = (
+            datetime.fromisoformat(end_text).replace(tzinfo=UTC) if end_text[:1].isdigit() else None
+        )
+        nodes_text = fields.get("Nodes", "")
+        nodes = (
+            tuple(expand_hostlist(nodes_text, field="Nodes"))
+            if nodes_text and nodes_text != _SLURM_NULL
+            else ()
+        )
+    except (KeyError, ValueError, InvalidInput) as error:
+        raise SlurmError(
+            f"unreadable reservation from scontrol: {line[:200]!r} ({error})"
+        ) from error
+    return SlurmReservation(
+        name=name,
+        accounts=_null_list(fields.get("Accounts", "")),
+        node_names=nodes,
+        start=start,
+        end=end,
+        flags=_null_list(fields.get("Flags", "")),
+    )
+
+
+def _null_list(text: str) -> tuple[str, ...]:
+    if not text or text == _SLURM_NULL:
+        return ()
+    return tuple(item for item in text.split(",") if item)
+
+
+def _checked_word(value: str, what: str) -> str:
+    if not isinstance(value, str) or not _SLURM_WORD.match(value):
+        raise SlurmRejected(f"not a valid {what}: {value!r}")
+    return value
 
 
 def _as_utc(moment: datetime) -> datetime:
