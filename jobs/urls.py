@@ -2,12 +2,13 @@
 
 from django.urls import path, re_path
 
-from jobs import views
+from jobs import analytics_views, views
 
 app_name = "jobs"
 
 urlpatterns = [
     path("", views.JobListView.as_view(), name="job-list"),
+    path("analytics/", analytics_views.JobAnalyticsView.as_view(), name="analytics"),
     path("nodes/drain/", views.NodeDrainFormView.as_view(), name="node-drain"),
     path("nodes/resume/", views.NodeResumeFormView.as_view(), name="node-resume"),
     path("nodes/bulk-drain/", views.BulkDrainPageView.as_view(), name="bulk-drain"),

@@ -313,6 +313,7 @@ MATRIX: dict[str, Route] = {
             get(lambda w: f"/jobs/{w.other_job.job_id}/", statuses(200, 200, 200, 403, 404, 302)),
         )
     ),
+    "jobs:analytics": Route((get("/jobs/analytics/", statuses(200, 200, 200, 403, 200, 302)),)),
     "jobs:node-panel": Route((get(lambda w: f"/jobs/nodes/{w.node.hostname}/slurm/", PAGE_ALL),)),
     "jobs:bulk-drain": Route(
         (get("/jobs/nodes/bulk-drain/", statuses(200, 200, 200, 403, 403, 302)),)
@@ -347,6 +348,9 @@ MATRIX: dict[str, Route] = {
                 statuses(200, 200, 200, 403, 404, 401),
             ),
         )
+    ),
+    "api:jobs:analytics": Route(
+        (get("/api/jobs/analytics/", statuses(200, 200, 200, 403, 200, 401)),)
     ),
     "api:jobs:node-drain": Route((post("/api/jobs/nodes/drain", API_WRITE_RESPONDERS),)),
     "api:jobs:node-resume": Route((post("/api/jobs/nodes/resume", API_WRITE_RESPONDERS),)),

@@ -3,7 +3,7 @@
 from django.urls import re_path
 from rest_framework.routers import DefaultRouter
 
-from jobs.api import views
+from jobs.api import analytics_views, views
 
 app_name = "jobs"
 
@@ -12,6 +12,7 @@ router.include_root_view = False
 router.register("jobs", views.JobViewSet, basename="job")
 
 urlpatterns = [
+    re_path(r"^analytics/?$", analytics_views.JobAnalyticsView.as_view(), name="analytics"),
     re_path(r"^nodes/drain/?$", views.NodeDrainView.as_view(), name="node-drain"),
     re_path(r"^nodes/resume/?$", views.NodeResumeView.as_view(), name="node-resume"),
     *router.urls,
