@@ -244,3 +244,29 @@ def test_page_shows_tables_charts_data_and_the_job_list_links_to_it(make_user, w
     assert "vendor/uplot/uPlot.iife.min.js" in page and "DCGM" in page
     job_list = client.get("/jobs/").content.decode()
     assert job_list.count('href="/jobs/analytics/"') == 1
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_charts_draw_in_chromium(live_server, browser_page, make_user, workload):
+    from django.conf import settings as django_settings
+
+    from tests.conftest import ARTIFACTS
+
+    client = Client()
+    client.force_login(make_user(Role.OPERATOR))
+    page = browser_page
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.context.add_cookies([{
+        "name": django_settings.SESSION_COOKIE_NAME,
+        "value": client.cookies[django_settings.SESSION_COOKIE_NAME].value,
+        "url": live_server.url,
+    }])
+    page.goto(f"{live_server.url}/jobs/analytics/?{PERIOD}")
+    for chart in ("states", "sizes", "cdf", "daily"):
+        page.wait_for_selector(f"#analytics-{chart}-chart canvas", timeout=10_000)
+    assert errors == []
+    legend = page.locator("#analytics-cdf-chart .u-legend").inner_text()
+    assert "17-32 nodes" in legend and "33-64 nodes" not in legend
+    page.screenshot(path=str(ARTIFACTS / "jobs-analytics.png"), full_page=True)
