@@ -128,3 +128,11 @@ def test_rate_filters_show_a_dash_for_ports_never_polled():
     for missing in (None, "", "n/a"):
         assert byte_rate(missing) == event_rate(missing) == percent(missing) == "—"
     assert byte_rate(22_600_000_000) == "22.6 GB/s"
+
+
+def test_the_two_switch_pages_link_to_each_other(browser_as, polled):
+    client = browser_as(Role.OPERATOR)
+    cabling = client.get("/inventory/switches/leaf-p1-r0/").content.decode()
+    live = client.get("/fabric/switches/leaf-p1-r0/").content.decode()
+    assert 'href="/fabric/switches/leaf-p1-r0/"' in cabling
+    assert 'href="/inventory/switches/leaf-p1-r0/"' in live
