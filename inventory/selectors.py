@@ -545,6 +545,38 @@ class Trace:
         return _plain(self)
 
 
+def _end_fields(side: str) -> list[str]:
+    nic, port = f"{side}_nic", f"{side}_port"
+    return [
+        nic,
+        f"{nic}__node",
+        f"{nic}__device",
+        f"{nic}__role",
+        f"{nic}__rail",
+        f"{nic}__speed_gbps",
+        f"{nic}__node__hostname",
+        port,
+        f"{port}__name",
+        f"{port}__speed_gbps",
+        f"{port}__switch",
+        f"{port}__breakout_parent",
+        f"{port}__breakout_parent__name",
+        f"{port}__switch__hostname",
+        f"{port}__switch__role",
+        f"{port}__switch__rail",
+        f"{port}__switch__pod",
+        f"{port}__switch__pod__name",
+    ]
+
+
+# A trace describes ends by name only; the full rows of the ~12 joined tables were ~10 kB each.
+TRACE_CABLE_FIELDS = ["type", "status", "length_m", *_end_fields("a"), *_end_fields("b")]
+
+
+def _trace_cables(queryset: QuerySet[Cable]) -> QuerySet[Cable]:
+    return _cables_with_ends(queryset).only(*TRACE_CABLE_FIELDS)
+
+
 def _plain(value):
     """A trace's dataclasses as dicts and lists. dataclasses.asdict deep-copies every leaf,
     which was a tenth of a trace request; the leaves here are immutable."""
@@ -600,7 +632,7 @@ def _uplink_cables(switch: Switch) -> QuerySet[Cable]:
     loaded: a leaf's 50 host cables would triple the rows a trace builds for nothing."""
     port_ids = list(SwitchPort.objects.filter(switch=switch).values_list("pk", flat=True))
     spine_ports = SwitchPort.objects.filter(switch__role=Switch.Role.SPINE).values("pk")
-    return _cables_with_ends(
+    return _trace_cables(
         active_cables()
         .filter(
             Q(a_port_id__in=port_ids, b_port_id__in=spine_ports)
@@ -632,7 +664,7 @@ def trace_from_nic(nic: NIC) -> Trace:
     if not NIC._meta.get_field("node").is_cached(nic):
         nic = NIC.objects.select_related("node").get(pk=nic.pk)
     start = _trace_nic(nic)
-    cable = _cables_with_ends(active_cables().filter(Q(a_nic=nic) | Q(b_nic=nic))).first()
+    cable = _trace_cables(active_cables().filter(Q(a_nic=nic) | Q(b_nic=nic))).first()
     if cable is None:
         return Trace(
             start, None, None, None, (), (), (f"{start.node} {start.device} is not cabled",)

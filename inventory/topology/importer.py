@@ -158,7 +158,7 @@ def _import(spec, scale, progress, dry_run, actor, via) -> ImportReport:
         # Planner statistics from before a bulk load would steer queries to sequential scans
         # until autovacuum catches up.
         with connection.cursor() as cursor:
-            for model in (GPU, NIC, Node, Switch, SwitchPort, Cable):
+            for model in (Pod, Rack, GPU, NIC, Node, Switch, SwitchPort, Cable):
                 cursor.execute(f"ANALYZE {connection.ops.quote_name(model._meta.db_table)}")
     report.duration_s = time.monotonic() - started  # with the commit's deferred checks
     return report
