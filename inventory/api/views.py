@@ -9,6 +9,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import viewsets
 from rest_framework.decorators import action
+from rest_framework.generics import get_object_or_404
 from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -162,8 +163,12 @@ class NICViewSet(CursorPaginatedMixin, InventoryViewSet):
     )
     @action(detail=True, methods=["get"])
     def trace(self, request, pk=None):
+        # Not get_object(): the list's serializer-derived joins and prefetches are of no use to
+        # a trace and were a quarter of its time. Visibility still comes from the selector.
+        nic = get_object_or_404(self.restrict_queryset(request.user).select_related("node"), pk=pk)
+        self.check_object_permissions(request, nic)
         # The trace's dataclasses already have the documented shape (TraceSerializer).
-        return Response(selectors.trace_from_nic(self.get_object()).as_dict())
+        return Response(selectors.trace_from_nic(nic).as_dict())
 
 
 @with_bulk_writes
