@@ -109,8 +109,11 @@ class ContractCluster(ABC):
             time.sleep(0.2)
 
 
-class SlurmDriverContract:
-    """Subclass, override `driver` and `cluster` (and `impatient_driver` for a short timeout).
+class SlurmDriverReadContract:
+    """What every driver must do: reads, and either node updates or an explicit refusal.
+    Subclass SlurmDriverContract for a driver that drains and resumes (all of them but
+    slurmrestd on 22.05, whose REST API has no node update); override `driver` and `cluster`
+    (and `impatient_driver` for a short timeout).
 
     No `slurm` mark here: marks on a class are inherited and cannot be taken off, and only
     subclasses whose cluster is the real one need it (they mark their module)."""
@@ -154,13 +157,6 @@ class SlurmDriverContract:
             return job_id
 
         return submit_job
-
-    def _require_node_update(self) -> None:
-        if not self.supports_node_update:
-            pytest.skip(
-                f"{type(self).__name__} declares supports_node_update = False; "
-                "test_node_update_is_supported_or_refused_explicitly checks the refusal"
-            )
 
     @staticmethod
     def _state(driver: SlurmDriver, name: str):
@@ -231,101 +227,6 @@ class SlurmDriverContract:
             other.job_id for other in driver.accounting(since, job.end_time + timedelta(seconds=1))
         }
 
-    # --- drain and resume ---------------------------------------------------------------------
-
-    def test_drain_stores_the_reason_verbatim(self, driver, cluster, nodes):
-        self._require_node_update()
-        started = datetime.now(UTC) - timedelta(seconds=5)
-
-        driver.drain([nodes[0]], AWKWARD_REASON)
-
-        node = self._state(driver, nodes[0])
-        assert "DRAIN" in node.flags
-        assert node.display_state == "drained"
-        assert node.reason == AWKWARD_REASON
-        assert node.reason_set_at is not None and node.reason_set_at >= started
-        assert cluster.observe_node(nodes[0]) == ObservedNode(frozenset(node.flags), AWKWARD_REASON)
-
-    def test_drain_of_a_drained_node_succeeds(self, driver, cluster, nodes):
-        self._require_node_update()
-        driver.drain([nodes[1]], "first reason")
-
-        driver.drain([nodes[1], nodes[2]], "second reason")
-
-        for name in nodes[1:3]:
-            node = self._state(driver, name)
-            assert node.display_state == "drained", node
-            assert node.reason == "second reason", node
-            assert "DRAIN" in cluster.observe_node(name).flags
-
-    def test_resume_returns_nodes_to_service(self, driver, cluster, nodes):
-        self._require_node_update()
-        driver.drain(nodes[1:3], "maintenance")
-
-        # One request naming drained nodes and an idle one (Slurm 22.05 complains about the
-        # idle one but clears the drains: the driver must report success).
-        driver.resume(nodes[1:4])
-
-        for name in nodes[1:4]:
-            node = self._state(driver, name)
-            assert "DRAIN" not in node.flags, node
-            assert node.reason == "", node
-            observed = cluster.observe_node(name)
-            assert "DRAIN" not in observed.flags and observed.reason == "", observed
-        driver.resume([nodes[3]])  # resuming an idle node succeeds
-
-    def test_drain_with_a_running_job_goes_draining_then_drained(
-        self, driver, cluster, nodes, submit
-    ):
-        self._require_node_update()
-        job_id = submit(nodes=nodes[4:5], gpus_per_node=8, seconds=5, name="contract-drain")
-        cluster.wait_until(lambda: cluster.job_state(job_id) == "RUNNING", f"job {job_id} to run")
-
-        driver.drain([nodes[4]], "drain behind a running job")
-
-        node = self._state(driver, nodes[4])
-        assert node.display_state == "draining", node
-        assert node.gpus_used == 8
-        assert job_id in {job.job_id for job in driver.jobs()}
-        cluster.wait_until(
-            lambda: self._state(driver, nodes[4]).display_state == "drained",
-            f"{nodes[4]} to become drained once job {job_id} ends",
-        )
-        assert self._state(driver, nodes[4]).reason == "drain behind a running job"
-
-    def test_unknown_node_is_rejected_and_nothing_changes(self, driver, cluster, nodes):
-        self._require_node_update()
-
-        with pytest.raises(SlurmRejected, match=UNKNOWN_NODE):
-            driver.drain([nodes[0], UNKNOWN_NODE], "typo in the list")
-        with pytest.raises(SlurmRejected, match=UNKNOWN_NODE):
-            driver.resume([UNKNOWN_NODE])
-
-        assert "DRAIN" not in self._state(driver, nodes[0]).flags
-        assert "DRAIN" not in cluster.observe_node(nodes[0]).flags
-
-    @pytest.mark.parametrize(
-        ("names", "reason"),
-        [
-            (["gpu[001-002]"], "hostlist syntax is not a node name"),
-            (["gpu001 gpu002"], "space"),
-            (['gpu001"'], "quote"),
-            (["-gpu001"], "leading dash"),
-            ([], "no node at all"),
-            (None, "   "),
-            (None, "two\nlines"),
-        ],
-    )
-    def test_malformed_requests_are_rejected_before_slurm(
-        self, driver, cluster, nodes, names, reason
-    ):
-        self._require_node_update()
-
-        with pytest.raises(SlurmRejected):
-            driver.drain([nodes[0]] if names is None else names, reason)
-
-        assert "DRAIN" not in cluster.observe_node(nodes[0]).flags
-
     def test_node_update_is_supported_or_refused_explicitly(self, driver, cluster, nodes):
         if self.supports_node_update:
             driver.drain([nodes[3]], "capability check")
@@ -356,4 +257,97 @@ class SlurmDriverContract:
 
         impatient_driver.ping()
         assert len(impatient_driver.nodes()) == len(cluster.node_names())
+        assert "DRAIN" not in cluster.observe_node(nodes[0]).flags
+
+
+class SlurmDriverContract(SlurmDriverReadContract):
+    """The full contract: the reads plus drain and resume."""
+
+    supports_node_update = True
+
+    # --- drain and resume ---------------------------------------------------------------------
+
+    def test_drain_stores_the_reason_verbatim(self, driver, cluster, nodes):
+        started = datetime.now(UTC) - timedelta(seconds=5)
+
+        driver.drain([nodes[0]], AWKWARD_REASON)
+
+        node = self._state(driver, nodes[0])
+        assert "DRAIN" in node.flags
+        assert node.display_state == "drained"
+        assert node.reason == AWKWARD_REASON
+        assert node.reason_set_at is not None and node.reason_set_at >= started
+        assert cluster.observe_node(nodes[0]) == ObservedNode(frozenset(node.flags), AWKWARD_REASON)
+
+    def test_drain_of_a_drained_node_succeeds(self, driver, cluster, nodes):
+        driver.drain([nodes[1]], "first reason")
+
+        driver.drain([nodes[1], nodes[2]], "second reason")
+
+        for name in nodes[1:3]:
+            node = self._state(driver, name)
+            assert node.display_state == "drained", node
+            assert node.reason == "second reason", node
+            assert "DRAIN" in cluster.observe_node(name).flags
+
+    def test_resume_returns_nodes_to_service(self, driver, cluster, nodes):
+        driver.drain(nodes[1:3], "maintenance")
+
+        # One request naming drained nodes and an idle one (Slurm 22.05 complains about the
+        # idle one but clears the drains: the driver must report success).
+        driver.resume(nodes[1:4])
+
+        for name in nodes[1:4]:
+            node = self._state(driver, name)
+            assert "DRAIN" not in node.flags, node
+            assert node.reason == "", node
+            observed = cluster.observe_node(name)
+            assert "DRAIN" not in observed.flags and observed.reason == "", observed
+        driver.resume([nodes[3]])  # resuming an idle node succeeds
+
+    def test_drain_with_a_running_job_goes_draining_then_drained(
+        self, driver, cluster, nodes, submit
+    ):
+        job_id = submit(nodes=nodes[4:5], gpus_per_node=8, seconds=5, name="contract-drain")
+        cluster.wait_until(lambda: cluster.job_state(job_id) == "RUNNING", f"job {job_id} to run")
+
+        driver.drain([nodes[4]], "drain behind a running job")
+
+        node = self._state(driver, nodes[4])
+        assert node.display_state == "draining", node
+        assert node.gpus_used == 8
+        assert job_id in {job.job_id for job in driver.jobs()}
+        cluster.wait_until(
+            lambda: self._state(driver, nodes[4]).display_state == "drained",
+            f"{nodes[4]} to become drained once job {job_id} ends",
+        )
+        assert self._state(driver, nodes[4]).reason == "drain behind a running job"
+
+    def test_unknown_node_is_rejected_and_nothing_changes(self, driver, cluster, nodes):
+        with pytest.raises(SlurmRejected, match=UNKNOWN_NODE):
+            driver.drain([nodes[0], UNKNOWN_NODE], "typo in the list")
+        with pytest.raises(SlurmRejected, match=UNKNOWN_NODE):
+            driver.resume([UNKNOWN_NODE])
+
+        assert "DRAIN" not in self._state(driver, nodes[0]).flags
+        assert "DRAIN" not in cluster.observe_node(nodes[0]).flags
+
+    @pytest.mark.parametrize(
+        ("names", "reason"),
+        [
+            (["gpu[001-002]"], "hostlist syntax is not a node name"),
+            (["gpu001 gpu002"], "space"),
+            (['gpu001"'], "quote"),
+            (["-gpu001"], "leading dash"),
+            ([], "no node at all"),
+            (None, "   "),
+            (None, "two\nlines"),
+        ],
+    )
+    def test_malformed_requests_are_rejected_before_slurm(
+        self, driver, cluster, nodes, names, reason
+    ):
+        with pytest.raises(SlurmRejected):
+            driver.drain([nodes[0]] if names is None else names, reason)
+
         assert "DRAIN" not in cluster.observe_node(nodes[0]).flags

@@ -11,7 +11,7 @@ import pytest
 from jobs.drivers.cli import ScontrolDriver
 from jobs.drivers.slurmrestd import SlurmrestdDriver
 from tests.jobs import slurm_cluster
-from tests.jobs.driver_contract import SlurmDriverContract
+from tests.jobs.driver_contract import SlurmDriverContract, SlurmDriverReadContract
 
 pytestmark = pytest.mark.slurm
 
@@ -45,7 +45,7 @@ class TestScontrolDriverContract(SlurmDriverContract):
         return ScontrolDriver(conf=real_slurm.conf, timeout=IMPATIENT_TIMEOUT)
 
 
-class TestSlurmrestdDriverContract(SlurmDriverContract):
+class TestSlurmrestdDriverContract(SlurmDriverReadContract):
     """Slurm 22.05's REST API (v0.0.38) reads everything but cannot update nodes: the contract
     checks that drain and resume say so (SlurmNotSupported) and touch nothing."""
 
