@@ -340,6 +340,7 @@ class SimulatorDriver(SlurmDriver):
         if node_names is not None:
             simulation.set_node_names(node_names)
         simulation.advance(now)
+        self._node_health_check(simulation)
         result = operation(simulation)
         if simulation.changed or row.pk is None:
             if row.pk is None:
@@ -370,6 +371,18 @@ class SimulatorDriver(SlurmDriver):
                 ignore_conflicts=True,
             )
         return result
+
+    @staticmethod
+    def _node_health_check(simulation: ClusterSimulation) -> None:
+        """What a node health check (NHC) does on a real cluster: a node whose rail NIC has lost
+        its link is drained with the NIC named. The simulated nodes have no NICs of their own, so
+        the link is the far end's: the leaf port the inventory cables the NIC to, as the fabric
+        last saw it (a port shut down through the portal, or found down by the counter poll).
+        A node an operator already drained keeps the operator's reason."""
+        for hostname, reason in rail_links_down().items():
+            node = simulation.state["nodes"].get(hostname)
+            if node is not None and not node.get("drain"):
+                simulation.drain([hostname], reason, by="nhc")
 
     def _load_row(self, now: float, node_names):
         from jobs.models import SimulatedCluster
@@ -475,3 +488,45 @@ class SimulatorDriver(SlurmDriver):
             node_names=tuple(record["nodes"]),
             gpus=record["gpus"],
         )
+
+
+def rail_links_down() -> dict[str, str]:
+    """{hostname: "NHC: mlx5_4 (rail 3) link down at leaf-p1-r3 Ethernet8"} for every node with
+    a rail NIC whose cabled switch port is down, administratively or operationally. One query."""
+    from django.db.models import Q
+
+    from inventory.models import NIC
+    from inventory.selectors import active_cables
+
+    down = Q(admin_status="down") | Q(oper_status="down")
+    rows = (
+        active_cables()
+        .filter(
+            Q(a_nic__role=NIC.Role.RAIL, b_port__in=_ports(down))
+            | Q(b_nic__role=NIC.Role.RAIL, a_port__in=_ports(down))
+        )
+        .values_list(
+            "a_nic__node__hostname",
+            "a_nic__device",
+            "a_nic__rail",
+            "b_nic__node__hostname",
+            "b_nic__device",
+            "b_nic__rail",
+            "a_port__switch__hostname",
+            "a_port__name",
+            "b_port__switch__hostname",
+            "b_port__name",
+        )
+    )
+    reasons: dict[str, str] = {}
+    for a_host, a_dev, a_rail, b_host, b_dev, b_rail, a_sw, a_port, b_sw, b_port in rows:
+        host, device, rail = (a_host, a_dev, a_rail) if a_host else (b_host, b_dev, b_rail)
+        switch, port = (b_sw, b_port) if a_host else (a_sw, a_port)
+        reasons.setdefault(host, f"NHC: {device} (rail {rail}) link down at {switch} {port}")
+    return reasons
+
+
+def _ports(condition):
+    from inventory.models import SwitchPort
+
+    return SwitchPort.objects.filter(condition).values("pk")

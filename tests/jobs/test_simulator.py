@@ -179,3 +179,36 @@ def test_simulated_accounting_keeps_the_mix_over_weeks():
     # Nodes are never double-booked.
     busy = [name for job in simulation.running_jobs() for name in job["nodes"]]
     assert len(busy) == len(set(busy))
+
+
+def test_a_rail_link_down_drains_its_node_like_a_health_check(make_simulator):
+    """Issue 6: shutting a leaf port takes the linked NIC's link down in the simulated cluster."""
+    from inventory.models import NIC, Node, Pod, Switch, SwitchPort
+    from inventory.services import cable_create
+
+    pod = Pod.objects.create(name="p1")
+    node = Node.objects.create(hostname="gpu002", pod=pod)
+    nic = NIC.objects.create(node=node, device="mlx5_4", role=NIC.Role.RAIL, rail=3)
+    leaf = Switch.objects.create(hostname="leaf-p1-r3", role="leaf", pod=pod, rail=3)
+    port = SwitchPort.objects.create(
+        switch=leaf, name="Ethernet8", speed_gbps=400, admin_status="up", oper_status="up"
+    )
+    cable_create(a=nic, b=port, type="800GBASE-2DR4", status="connected")
+    driver = make_simulator(nodes=4)
+    assert by_name(driver.nodes())["gpu002"].display_state == "idle"
+
+    SwitchPort.objects.filter(pk=port.pk).update(admin_status="down", oper_status="down")
+    drained = by_name(driver.nodes())["gpu002"]
+    assert drained.display_state == "drained"
+    assert drained.reason == "NHC: mlx5_4 (rail 3) link down at leaf-p1-r3 Ethernet8"
+    assert by_name(driver.nodes())["gpu001"].display_state == "idle"
+
+    # With the link back, a resume returns the node.
+    SwitchPort.objects.filter(pk=port.pk).update(admin_status="up", oper_status="up")
+    driver.resume(["gpu002"])
+    assert by_name(driver.nodes())["gpu002"].display_state == "idle"
+
+    # A node an operator drained keeps the operator's reason when its link then goes down.
+    driver.drain(["gpu002"], "FT-7 NVLink check")
+    SwitchPort.objects.filter(pk=port.pk).update(oper_status="down")
+    assert by_name(driver.nodes())["gpu002"].reason == "FT-7 NVLink check"
