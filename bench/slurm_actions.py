@@ -22,14 +22,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.parse
 from pathlib import Path
+
+from common import percentiles, stop_process_group
 
 ROOT = Path(__file__).resolve().parents[1]
 SLURM_UP = ROOT / "scripts" / "slurm-up"
@@ -154,26 +154,8 @@ class Worker:
         raise RuntimeError(f"worker not ready after {timeout}s")
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(timeout=10)
+        stop_process_group(self.process, timeout=15)
         self.log_path.unlink(missing_ok=True)
-
-
-def percentiles(samples: list[float]) -> dict[str, float]:
-    ordered = sorted(samples)
-    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-    return {
-        "p50_ms": round(statistics.median(ordered), 2),
-        "p95_ms": round(p95, 2),
-        "min_ms": round(ordered[0], 2),
-        "max_ms": round(ordered[-1], 2),
-        "n": len(ordered),
-    }
 
 
 def timed_drain(slurm: Slurm, node: str, start_drain) -> float:
