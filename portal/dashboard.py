@@ -36,9 +36,22 @@ _STATE_ALIASES = {"not_responding": "down", "completing": "allocated", "": "unkn
 
 
 def grid_state(slurm_state: str) -> str:
-    """The grid state for a node's stored Slurm state."""
-    state = _STATE_ALIASES.get(slurm_state, slurm_state)
-    return state if state in GRID_STATES else "unknown"
+    """The grid state for a node's Slurm state: the sync's words (idle, draining,
+    not_responding, ...) or Slurm's own (IDLE+DRAIN, MIXED+DRAIN, DOWN*, ALLOC). Every page
+    that shows a node's state uses this, so the grid and the node page always agree."""
+    state = (slurm_state or "").lower().rstrip("*~#$@^-")
+    state = _STATE_ALIASES.get(state, state)
+    if state in GRID_STATES:
+        return state
+    flags = set(state.split("+"))
+    base = state.split("+", 1)[0]
+    if base == "down" or flags & {"down", "fail", "not_responding"}:
+        return "down"
+    if "drain" in flags or base in ("drain", "drained"):
+        return "drained" if base in ("idle", "drain", "drained", "down") else "draining"
+    if base in ("alloc", "allocated", "completing"):
+        return "allocated"
+    return "unknown"
 
 
 @dataclass(frozen=True)

@@ -5,43 +5,19 @@ from __future__ import annotations
 from django import template
 
 from inventory.hostlist import compress_hostlist
+from portal.dashboard import GRID_STATES, grid_state
 
 register = template.Library()
 
-# Slurm reports states such as IDLE, MIXED, ALLOCATED, DRAINING, DRAINED, DOWN, often with flags
-# (IDLE+DRAIN, DOWN*); the letters match the dashboard's node grid.
-SLURM_STATES = {
-    "idle": "I",
-    "allocated": "A",
-    "mixed": "M",
-    "draining": "d",
-    "drained": "D",
-    "down": "X",
-}
-
-
 @register.filter
 def slurm_state_kind(state: str) -> str:
-    """idle / allocated / mixed / draining / drained / down / unknown for a raw Slurm state."""
-    raw = (state or "").lower().rstrip("*~#$@^-")
-    flags = set(raw.split("+"))
-    base = raw.split("+", 1)[0]
-    if base == "down" or "down" in flags or "fail" in flags:
-        return "down"
-    if "drain" in flags or base in ("drain", "drained"):
-        return "drained" if base in ("idle", "drain", "drained", "down") else "draining"
-    if base in ("draining",):
-        return "draining"
-    if base in ("alloc", "allocated", "completing"):
-        return "allocated"
-    if base in SLURM_STATES:
-        return base
-    return "unknown"
+    """idle / allocated / mixed / draining / drained / down / unknown, as the dashboard's grid."""
+    return grid_state(state)
 
 
 @register.filter
 def slurm_state_letter(state: str) -> str:
-    return SLURM_STATES.get(slurm_state_kind(state), "?")
+    return GRID_STATES[grid_state(state)]
 
 
 @register.filter

@@ -31,8 +31,14 @@ def make_nodes(count: int, *, pod_name: str = "p1", rack_name: str = "r01", star
 
 def make_job(job_id: str, nodes, *, state: str = "RUNNING", tenant=None, user: str = "alice"):
     job = Job.objects.create(
-        job_id=job_id, user=user, state=state, gpus=8 * len(nodes), node_count=len(nodes),
-        tenant=tenant, source=Job.Source.SQUEUE, submit_time=timezone.now(),
+        job_id=job_id,
+        user=user,
+        state=state,
+        gpus=8 * len(nodes),
+        node_count=len(nodes),
+        tenant=tenant,
+        source=Job.Source.SQUEUE,
+        submit_time=timezone.now(),
     )
     job.nodes.set(nodes)
     return job
@@ -40,7 +46,10 @@ def make_job(job_id: str, nodes, *, state: str = "RUNNING", tenant=None, user: s
 
 def make_ticket(node, *, status: str = "new", category: str = "gpu"):
     return FaultTicket.objects.create(
-        node=node, status=status, category=category, summary=f"{category} fault on {node}",
+        node=node,
+        status=status,
+        category=category,
+        summary=f"{category} fault on {node}",
         detected_at=timezone.now(),
     )
 
@@ -195,3 +204,25 @@ def test_viewer_sees_faults_but_no_jobs(make_user):
     assert (cell.open_faults, cell.jobs, grid.gpus_in_use) == (1, [], None)
     html = browser_for(make_user, Role.VIEWER).get("/").content.decode()
     assert 'id="gpus-in-use">—<' in html and "fault-mark" in html
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("IDLE+DRAIN", "drained"),
+        ("MIXED+DRAIN", "draining"),
+        ("down*", "down"),
+        ("ALLOC", "allocated"),
+        ("idle+not_responding", "down"),
+    ],
+)
+def test_grid_state_reads_slurm_own_words_too(raw, expected):
+    assert grid_state(raw) == expected
+
+
+def test_the_node_page_and_the_grid_use_the_same_state_and_letter():
+    from inventory.templatetags.inventory_tags import slurm_state_kind, slurm_state_letter
+
+    for state in ("not_responding", "draining", "IDLE+DRAIN", "", "future"):
+        assert slurm_state_kind(state) == grid_state(state)
+    assert slurm_state_letter("not_responding") == "X"
