@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from axes.models import AccessAttempt
 from django.test import Client
 
 from portal.models import AuditEntry, Role
@@ -43,6 +42,8 @@ def test_thirty_wrong_passwords_then_the_right_one_is_refused_until_the_cool_dow
     assert 'id="id_username"' in page and f'value="{user.username}"' in page
 
     # The cool-down has passed (the attempts are dated back past it): the right password works.
+    from axes.models import AccessAttempt
+
     AccessAttempt.objects.update(
         attempt_time=AccessAttempt.objects.get().attempt_time - settings.AXES_COOLOFF_TIME
     )
