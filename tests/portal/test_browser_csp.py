@@ -1,5 +1,5 @@
-"""The Content-Security-Policy in real Chromium: our pages, their scripts, charts, live updates
-and the API docs work, and the browser reports no violation."""
+"""The Content-Security-Policy in real Chromium: the login page (locked out too), our pages, their
+scripts, charts, live updates and the API docs work, and the browser reports no violation."""
 
 import pytest
 
@@ -41,6 +41,17 @@ def test_pages_work_under_the_policy_with_no_violation(portal_server, browser_pa
         if "Content Security Policy" in message.text
         else None,
     )
+    # The lock-out page, as a person sees it after too many wrong passwords.
+    victim = make_user(Role.VIEWER)
+    for attempt in range(5):  # LOGIN_FAILURE_LIMIT's default
+        page.goto(f"{portal_server.url}/login/")
+        page.fill("#id_username", victim.username)
+        page.fill("#id_password", f"wrong-{attempt}")
+        page.click("button[type=submit]")
+        page.wait_for_selector("p.error[role=alert]")
+    assert "Too many failed logins" in page.text_content("p.error[role=alert]")
+    page.screenshot(path=str(ARTIFACTS / "portal-login-locked-out.png"))
+
     operator = make_user(Role.OPERATOR)
     page.goto(f"{portal_server.url}/login/")
     page.fill("#id_username", operator.username)
