@@ -399,14 +399,14 @@ LOGGING = {
 }
 
 # --- Brakes and production security (issue 13): login lock-out, API throttling, token lifetime,
-# HTTPS, Content-Security-Policy. README.md "Production settings" documents the environment.
+# HTTPS, Content-Security-Policy. README.md "Brakes and production security" documents them.
 # How many reverse proxies in front of the portal append X-Forwarded-For; 0 trusts no such header
 # (right when daphne runs with --proxy-headers, which already puts the client in REMOTE_ADDR).
 TRUSTED_PROXY_COUNT = env_int(ENV, "TRUSTED_PROXY_COUNT", 0)
 
 # Login lock-out (django-axes): after LOGIN_FAILURE_LIMIT failed logins a username (from that
-# address, by default) is refused until LOGIN_COOLOFF_MINUTES after the last failure; portal/
-# lockout.py answers the login page with 429 and records the lock-out in the audit log.
+# address, by default) is refused for LOGIN_COOLOFF_MINUTES, even with the right password;
+# portal/lockout.py answers the login page with 429 and records the lock-out in the audit log.
 INSTALLED_APPS += ["axes", "csp"]
 MIDDLEWARE.insert(
     MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
