@@ -13,7 +13,8 @@ PASSWORD = "correct-horse-battery"  # the make_user fixture's password
 RECORD_VIOLATIONS = """
 window.__cspViolations = [];
 document.addEventListener("securitypolicyviolation", (event) => {
-  window.__cspViolations.push(`${event.violatedDirective} ${event.blockedURI} ${event.sourceFile}:${event.lineNumber}`);
+  window.__cspViolations.push(
+    `${event.violatedDirective} ${event.blockedURI} ${event.sourceFile}:${event.lineNumber}`);
 });
 """
 
