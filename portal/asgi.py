@@ -9,17 +9,17 @@ django_asgi_app = get_asgi_application()
 
 # Imported after Django is set up: these modules touch models.
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.urls import path  # noqa: E402
 
-from portal.realtime.auth import TokenOrSessionAuthMiddleware  # noqa: E402
+from portal.realtime.auth import BrowserOrAutomationGate  # noqa: E402
 from portal.realtime.consumers import LiveEventsConsumer  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(
-            TokenOrSessionAuthMiddleware(URLRouter([path("ws/", LiveEventsConsumer.as_asgi())]))
+        # Browsers: Origin checked, then session or token; automation (no Origin): token only.
+        "websocket": BrowserOrAutomationGate(
+            URLRouter([path("ws/", LiveEventsConsumer.as_asgi())])
         ),
     }
 )

@@ -9,6 +9,11 @@ from django.utils import timezone
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 
+from portal.throttling import (
+    record_failed_authentication,
+    refuse_if_over_failed_authentication_budget,
+)
+
 TOKEN_KEYWORDS = ("Token", "Bearer")
 # Recording every use would turn each API read into a write; a minute is precise enough.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
@@ -56,13 +61,18 @@ class HashedTokenAuthentication(BaseAuthentication):
         parts = header.split()
         if parts[0] not in TOKEN_KEYWORDS:
             return None
+        # An address over its failure budget is refused before its key is looked at, so a
+        # guesser learns nothing faster than the budget allows (portal/throttling.py).
+        refuse_if_over_failed_authentication_budget(request)
         key = parse_token_header(header)
         if key is None:
+            record_failed_authentication(request)
             raise exceptions.AuthenticationFailed(
                 "Malformed Authorization header: use 'Token <key>'."
             )
         user = user_for_token_key(key)
         if user is None:
+            record_failed_authentication(request)
             raise exceptions.AuthenticationFailed("Invalid, expired or revoked token.")
         return (user, key)
 

@@ -110,3 +110,20 @@ def local_secret_key(path: Path) -> str:
     with os.fdopen(descriptor, "w") as handle:
         handle.write(key)
     return key
+
+
+RATE_PERIODS = ("s", "sec", "second", "m", "min", "minute", "h", "hour", "d", "day")
+
+
+def env_rate(environ: Mapping[str, str], name: str, default: str | None) -> str | None:
+    """A request rate as DRF writes it ("60/min"); empty or "off" means no limit (None)."""
+    raw = environ.get(name)
+    if raw is None:
+        return default
+    word = raw.strip().lower()
+    if word in ("", "off", "none"):
+        return None
+    count, _, period = word.partition("/")
+    if not count.isdigit() or int(count) < 1 or period not in RATE_PERIODS:
+        raise ConfigurationError(f"{name}={raw!r} is not a rate such as 60/min, 5/s or 1000/day")
+    return word

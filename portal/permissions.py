@@ -5,6 +5,7 @@ from __future__ import annotations
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
 from portal.models.accounts import CLUSTER_WIDE_ROLES, Role
+from portal.throttling import refuse_if_over_anonymous_budget
 
 ALL_ROLES = frozenset(Role)
 WRITE_ROLES = frozenset({Role.ADMIN, Role.OPERATOR})
@@ -24,6 +25,7 @@ class RolePermission(BasePermission):
     def has_permission(self, request, view) -> bool:
         user = request.user
         if not user or not user.is_authenticated:
+            refuse_if_over_anonymous_budget(request, view)  # 429 instead of 401 past the budget
             return False
         role = user.role
         if role is None:

@@ -6,6 +6,7 @@ With DATABASE_URL / REDIS_URL: PostgreSQL via psycopg 3, Celery over Redis, chan
 
 import json
 import os
+from datetime import timedelta
 from pathlib import Path
 
 from portal.environment import (
@@ -15,6 +16,7 @@ from portal.environment import (
     env_float,
     env_int,
     env_list,
+    env_rate,
     local_secret_key,
 )
 
@@ -395,3 +397,104 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": ENV.get("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
+
+# --- Brakes and production security (issue 13): login lock-out, API throttling, token lifetime,
+# HTTPS, Content-Security-Policy. README.md "Brakes and production security" documents them.
+# How many reverse proxies in front of the portal append X-Forwarded-For; 0 trusts no such header
+# (right when daphne runs with --proxy-headers, which already puts the client in REMOTE_ADDR).
+TRUSTED_PROXY_COUNT = env_int(ENV, "TRUSTED_PROXY_COUNT", 0)
+
+# Login lock-out (django-axes): after LOGIN_FAILURE_LIMIT failed logins a username (from that
+# address, by default) is refused for LOGIN_COOLOFF_MINUTES, even with the right password;
+# portal/lockout.py answers the login page with 429 and records the lock-out in the audit log.
+INSTALLED_APPS += ["axes", "csp"]
+MIDDLEWARE.insert(
+    MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
+    "csp.middleware.CSPMiddleware",
+)
+MIDDLEWARE.append("axes.middleware.AxesMiddleware")  # turns a lock-out into its response
+AUTHENTICATION_BACKENDS = [
+    "portal.lockout.LoginLockoutBackend",  # first: refuses locked-out logins before any check
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int(ENV, "LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_float(ENV, "LOGIN_COOLOFF_MINUTES", 15.0))
+LOGIN_LOCKOUT_PARAMETERS = {
+    # Username and address together: a guesser cannot lock a colleague out from elsewhere.
+    "username_and_address": [["username", "ip_address"]],
+    "username": ["username"],
+    "address": ["ip_address"],
+    "username_or_address": ["username", "ip_address"],
+}
+_lockout_by = ENV.get("LOGIN_LOCKOUT_BY", "username_and_address").strip()
+if _lockout_by not in LOGIN_LOCKOUT_PARAMETERS:
+    raise ConfigurationError(
+        f"LOGIN_LOCKOUT_BY={_lockout_by!r}: use one of {', '.join(LOGIN_LOCKOUT_PARAMETERS)}"
+    )
+AXES_LOCKOUT_PARAMETERS = LOGIN_LOCKOUT_PARAMETERS[_lockout_by]
+if AXES_FAILURE_LIMIT < 1 or AXES_COOLOFF_TIME.total_seconds() <= 0:
+    raise ConfigurationError("LOGIN_FAILURE_LIMIT and LOGIN_COOLOFF_MINUTES must be positive")
+AXES_RESET_ON_SUCCESS = True
+# The cool-down runs from the lock-out; more tries while locked do not push it further away.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_CLIENT_IP_CALLABLE = "portal.throttling.login_client_address"
+AXES_LOCKOUT_CALLABLE = "portal.lockout.lockout_response"
+
+# API throttling (portal/throttling.py): budgets per client address for requests without
+# credentials and for failed token authentication; authenticated use only if a rate is set.
+REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"] = [
+    "portal.throttling.AnonymousRateThrottle",
+    "portal.throttling.AuthenticatedRateThrottle",
+]
+REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {
+    "anon": env_rate(ENV, "API_THROTTLE_ANON_RATE", "60/min"),
+    "failed_auth": env_rate(ENV, "API_THROTTLE_FAILED_AUTH_RATE", "20/min"),
+    "user": env_rate(ENV, "API_THROTTLE_USER_RATE", None),
+}
+
+# API tokens: none lives longer than this; a token created without an expiry gets the maximum.
+API_TOKEN_MAX_LIFETIME_DAYS = env_int(ENV, "API_TOKEN_MAX_LIFETIME_DAYS", 365)
+if API_TOKEN_MAX_LIFETIME_DAYS < 1:
+    raise ConfigurationError("API_TOKEN_MAX_LIFETIME_DAYS must be at least 1")
+
+# HTTPS. Behind a TLS-terminating proxy set SECURE_PROXY_SSL_HEADER to the header it sets
+# (X-Forwarded-Proto: https) so Django knows the request was secure.
+SECURE_SSL_REDIRECT = env_bool(ENV, "SECURE_SSL_REDIRECT", False)
+# Health checks and Prometheus reach the process directly over plain HTTP.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
+SECURE_HSTS_SECONDS = env_int(ENV, "SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool(ENV, "SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool(ENV, "SECURE_HSTS_PRELOAD", False)
+_proxy_ssl_header = ENV.get("SECURE_PROXY_SSL_HEADER", "").strip()
+if _proxy_ssl_header:
+    if not all(char.isalnum() or char == "-" for char in _proxy_ssl_header):
+        raise ConfigurationError(
+            f"SECURE_PROXY_SSL_HEADER={_proxy_ssl_header!r} must be a header name such as "
+            "X-Forwarded-Proto"
+        )
+    SECURE_PROXY_SSL_HEADER = ("HTTP_" + _proxy_ssl_header.upper().replace("-", "_"), "https")
+
+# Content-Security-Policy (django-csp): the pages load only our own static files (htmx, uPlot
+# and our scripts are vendored) and have no inline script or style; live.js opens /ws/ on the
+# same origin, which 'self' covers for ws:/wss: too.
+_content_security_policy = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+        **({"report-uri": [ENV["CSP_REPORT_URI"]]} if ENV.get("CSP_REPORT_URI") else {}),
+    }
+}
+if env_bool(ENV, "CSP_REPORT_ONLY", False):
+    CONTENT_SECURITY_POLICY_REPORT_ONLY = _content_security_policy
+    CONTENT_SECURITY_POLICY = None
+else:
+    CONTENT_SECURITY_POLICY = _content_security_policy
+# --- end of brakes and production security ------------------------------------------------------

@@ -51,6 +51,17 @@ def end_stray_database_sessions(django_db_setup, django_db_blocker):
 
 
 @pytest.fixture(autouse=True)
+def full_api_throttle_budgets():
+    """Throttle budgets are per client address and every test client is 127.0.0.1 (or has no
+    address: channels' WebsocketCommunicator): each test starts with full budgets, as a fresh
+    client would (portal/throttling.py)."""
+    from portal.throttling import UNKNOWN_ADDRESS, forget_client_address
+
+    forget_client_address("127.0.0.1")
+    forget_client_address(UNKNOWN_ADDRESS)
+
+
+@pytest.fixture(autouse=True)
 def fast_password_hashing(request, settings):
     """PBKDF2 at production strength costs a second per user on this machine; tests need none.
 

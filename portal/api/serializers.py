@@ -133,7 +133,11 @@ class APITokenSerializer(serializers.ModelSerializer):
 
 class APITokenCreateSerializer(StrictSerializer):
     name = serializers.CharField(max_length=100)
-    expires_at = serializers.DateTimeField(required=False, allow_null=True)
+    expires_at = serializers.DateTimeField(
+        required=False,
+        allow_null=True,
+        help_text="At most API_TOKEN_MAX_LIFETIME_DAYS (365) days ahead; omitted: that maximum.",
+    )
 
 
 class APITokenCreatedSerializer(serializers.Serializer):

@@ -10,6 +10,7 @@ class AuditEntry(models.Model):
         UPDATE = "update"
         DELETE = "delete"
         ACTION = "action"  # an Action was requested, cancelled or finished
+        LOCKOUT = "lockout"  # repeated failed logins locked a username out (portal/lockout.py)
 
     timestamp = models.DateTimeField(auto_now_add=True, db_index=True)
     actor = models.ForeignKey(

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import secrets
-from datetime import datetime
+from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.contrib.auth.models import Group
 from django.db import transaction
+from django.utils import timezone
 
 from portal.authentication import digest_token_key
 from portal.errors import InvalidInput
@@ -61,13 +63,36 @@ def user_create(
     return user
 
 
+def token_max_lifetime() -> timedelta:
+    return timedelta(days=settings.API_TOKEN_MAX_LIFETIME_DAYS)
+
+
 @transaction.atomic
 def api_token_create(
     *, user: User, name: str, expires_at: datetime | None = None, via: str = "api"
 ) -> tuple[APIToken, str]:
-    """Create a token and return it with its key; the key is never retrievable again."""
+    """Create a token and return it with its key; the key is never retrievable again.
+
+    No token outlives API_TOKEN_MAX_LIFETIME_DAYS: without `expires_at` it gets the maximum,
+    and a later `expires_at` (or one already past) is refused naming the field.
+    """
     if not name or not name.strip():
         raise InvalidInput({"name": ["Say what the token is for."]})
+    now = timezone.now()
+    latest = now + token_max_lifetime()
+    if expires_at is None:
+        expires_at = latest
+    elif expires_at <= now:
+        raise InvalidInput({"expires_at": ["The expiry must be in the future."]})
+    elif expires_at > latest:
+        raise InvalidInput(
+            {
+                "expires_at": [
+                    f"A token may live at most {settings.API_TOKEN_MAX_LIFETIME_DAYS} days: "
+                    f"choose an expiry no later than {latest:%Y-%m-%dT%H:%M:%SZ}."
+                ]
+            }
+        )
     key = TOKEN_KEY_PREFIX + secrets.token_urlsafe(32)
     token = APIToken.objects.create(
         user=user,

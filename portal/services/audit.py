@@ -57,3 +57,37 @@ def record_change(
         note=note,
         via=via,
     )
+
+
+def record_login_lockout(
+    *, username: str, address: str, failures: int, locked_until, via: str = "ui"
+) -> AuditEntry:
+    """Record that repeated failed logins locked `username` out; the actor is the system.
+
+    The username may name nobody (a guesser's), so the entry keeps the name as typed and
+    points at the user only when one exists.
+    """
+    from portal.models import User
+
+    user = User.objects.filter(username=username).first() if username else None
+    return AuditEntry.objects.create(
+        actor=None,
+        actor_name="system",
+        operation=AuditEntry.Operation.LOCKOUT,
+        object_type="portal.user",
+        object_id=str(user.pk) if user else "",
+        object_repr=(username or "(no username)")[:200],
+        after=json_safe(
+            {
+                "username": username,
+                "address": address,
+                "failures": failures,
+                "locked_until": locked_until,
+            }
+        ),
+        note=(
+            f"{failures} failed logins from {address}; "
+            f"locked out until {locked_until:%Y-%m-%d %H:%M:%S} UTC"
+        ),
+        via=via,
+    )

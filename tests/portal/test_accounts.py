@@ -1,7 +1,7 @@
 """Roles as groups, users in at most one tenant, hashed API tokens, the create-user command."""
 
 import io
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from django.contrib.auth.models import Group
@@ -135,3 +135,61 @@ def test_create_portal_user_command_names_bad_options():
         call_command("create_portal_user", "bob", "--role", "tenant_admin", "--tenant", "nope")
     with pytest.raises(CommandError, match="--tenant"):
         call_command("create_portal_user", "bob", "--role", "tenant_admin")
+
+
+# --- maximum token lifetime (API_TOKEN_MAX_LIFETIME_DAYS) ---------------------------------------
+
+
+def test_a_token_expiring_in_2999_is_refused_naming_the_field(api_as, settings):
+    assert settings.API_TOKEN_MAX_LIFETIME_DAYS == 365
+    client = api_as(Role.TENANT_ADMIN)
+    response = client.post(
+        "/api/tokens/", {"name": "forever", "expires_at": "2999-01-01T00:00:00Z"}, format="json"
+    )
+    assert response.status_code == 400
+    assert "365 days" in response.json()["expires_at"][0]
+    assert not APIToken.objects.filter(name="forever").exists()
+    past = client.post(
+        "/api/tokens/", {"name": "stale", "expires_at": "2020-01-01T00:00:00Z"}, format="json"
+    )
+    assert past.status_code == 400 and "expires_at" in past.json()
+
+
+def test_a_token_gets_the_maximum_lifetime_unless_it_asks_for_less(api_as, settings):
+    settings.API_TOKEN_MAX_LIFETIME_DAYS = 30
+    client = api_as(Role.OPERATOR)
+    before = timezone.now()
+    default = client.post("/api/tokens/", {"name": "ci"}, format="json").json()["token"]
+    expires = datetime.fromisoformat(default["expires_at"])
+    assert before + timedelta(days=30) <= expires <= timezone.now() + timedelta(days=30)
+    wanted = (timezone.now() + timedelta(days=29)).isoformat()
+    shorter = client.post("/api/tokens/", {"name": "short", "expires_at": wanted}, format="json")
+    assert shorter.status_code == 201
+    too_long = (timezone.now() + timedelta(days=31)).isoformat()
+    refused = client.post("/api/tokens/", {"name": "long", "expires_at": too_long}, format="json")
+    assert refused.status_code == 400 and "30 days" in refused.json()["expires_at"][0]
+
+
+def test_the_service_enforces_the_maximum_for_every_caller(make_user):
+    user = make_user(Role.VIEWER)
+    with pytest.raises(InvalidInput) as error:
+        api_token_create(user=user, name="x", expires_at=timezone.now() + timedelta(days=366))
+    assert "expires_at" in error.value.detail
+    token, _ = api_token_create(user=user, name="y")
+    assert token.expires_at <= timezone.now() + timedelta(days=365)
+
+
+def test_create_portal_user_tokens_expire_and_cannot_outlive_the_maximum():
+    out = io.StringIO()
+    call_command("create_portal_user", "carol", "--role", "viewer", stdout=out)
+    token = APIToken.objects.get(user__username="carol")
+    assert timezone.now() + timedelta(days=364) < token.expires_at
+    assert token.expires_at <= timezone.now() + timedelta(days=365)
+    assert f"expires {token.expires_at:%Y-%m-%d}" in out.getvalue()
+
+    call_command("create_portal_user", "dave", "--role", "viewer", "--token-days", "7", stdout=out)
+    token = APIToken.objects.get(user__username="dave")
+    assert token.expires_at <= timezone.now() + timedelta(days=7)
+    with pytest.raises(CommandError, match="--token-days: A token may live at most 365 days"):
+        call_command("create_portal_user", "erin", "--role", "viewer", "--token-days", "4000")
+    assert not User.objects.filter(username="erin").exists()
