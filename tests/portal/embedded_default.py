@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shlex
 import signal
 import socket
 import subprocess
@@ -60,12 +61,24 @@ def embedded_environment(var_dir: Path) -> dict[str, str]:
     return environment
 
 
-def manage(var_dir: Path, *arguments: str, timeout: float = 300) -> str:
+def fabric_lab_settings(var_dir: Path) -> dict[str, str]:
+    """The FABRIC_* settings scripts/demo-run sources from the lab's env file."""
+    settings = {}
+    for line in (var_dir / "fabric" / "env").read_text().splitlines():
+        _export, assignment = shlex.split(line)
+        name, _, value = assignment.partition("=")
+        settings[name] = value
+    return settings
+
+
+def manage(
+    var_dir: Path, *arguments: str, extra: dict[str, str] | None = None, timeout: float = 300
+) -> str:
     """`manage.py ARGUMENTS` in the embedded default; its stdout (stderr too on failure)."""
     result = subprocess.run(
         [PYTHON, "manage.py", *arguments],
         cwd=REPOSITORY,
-        env=embedded_environment(var_dir),
+        env={**embedded_environment(var_dir), **(extra or {})},
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -78,9 +91,9 @@ def manage(var_dir: Path, *arguments: str, timeout: float = 300) -> str:
     return result.stdout
 
 
-def run_python(var_dir: Path, code: str) -> str:
+def run_python(var_dir: Path, code: str, extra: dict[str, str] | None = None) -> str:
     """Python run by `manage.py shell -c` in the embedded default; its stdout."""
-    return manage(var_dir, "shell", "-c", code)
+    return manage(var_dir, "shell", "-c", code, extra=extra)
 
 
 def _port_is_free(port: int) -> bool:
@@ -136,9 +149,10 @@ class EmbeddedDemo:
             if self.process.poll() is not None:
                 raise RuntimeError(f"scripts/demo-run exited early:\n{self.log()}")
             try:
-                if requests.get(f"{self.base_url}/healthz", timeout=2).status_code == 200:
+                # The first request imports the URL conf and views: slow on a busy machine.
+                if requests.get(f"{self.base_url}/healthz", timeout=30).status_code == 200:
                     return
-            except requests.ConnectionError:
+            except requests.RequestException:  # not listening yet, or a timeout
                 pass
             time.sleep(0.2)
         raise RuntimeError(f"the demo did not answer /healthz in {timeout}s:\n{self.log()}")

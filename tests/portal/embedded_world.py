@@ -20,7 +20,7 @@ def add_jobs() -> None:
 
     driver = get_slurm_driver()
     node_states = driver.nodes()
-    idle = sorted(state.name for state in node_states if state.state.lower().startswith("idle"))
+    idle = sorted(state.name for state in node_states if state.state == "idle" and not state.flags)
     for tenant, node in zip(Tenant.objects.order_by("slug"), reversed(idle), strict=False):
         driver.submit_job(
             nodes=[node],
@@ -31,6 +31,33 @@ def add_jobs() -> None:
         )
     for task in (sync_node_states, sync_live_jobs, import_accounting):
         task.apply()
+
+
+def run_fabric_tasks() -> None:
+    """What the demo's in-process beat does in its first minutes with the SONiC emulator:
+    counters (two polls, so rates and history exist), LLDP reconciliation, rail health (run
+    with the lab's FABRIC_* settings)."""
+    import time
+
+    from fabric.tasks import (
+        check_running_jobs_rail_health,
+        poll_fabric_counters,
+        reconcile_fabric_lldp,
+    )
+
+    tasks = (
+        poll_fabric_counters,
+        poll_fabric_counters,
+        reconcile_fabric_lldp,
+        check_running_jobs_rail_health,
+    )
+    for task in tasks:
+        if task is poll_fabric_counters:
+            time.sleep(1)  # counters advance with time: the second poll has rates
+        result = task.apply()
+        if result.failed():
+            raise RuntimeError(f"{task.name} failed: {result.traceback}")
+        print(task.name, result.result)
 
 
 def _brief(instance, *fields: str) -> dict | None:

@@ -3,10 +3,12 @@
 `make test` runs with PostgreSQL and Redis, so nothing else would notice the demo's own
 configuration breaking: SQLite, no Redis, Celery tasks in the web process, in-memory channel
 layer and cache. Here a real demo runs in a temporary VAR_DIR, prepared like `make demo`
-(migrate, seed_demo, import_topology) and served by scripts/demo-run, once per session. The
-operator then does over HTTP what a user of the demo would (allocate nodes to tenant A, run the
-canary Action, report a fault), and every named page and API route of the permission matrix is
-probed as the operator and as tenant A's admin: each answers as the matrix says, never 5xx.
+(migrate, seed_demo, import_topology) and served by scripts/demo-run, once for this module;
+the Slurm and fabric syncs its in-process beat runs in its first minutes are run once at the
+start (a job per tenant, counters, LLDP), so pages have data. The operator then does over
+HTTP what a user of the demo would (allocate nodes to tenant A, run the canary Action, report
+a fault), and every named page and API route of the permission matrix is probed as the
+operator and as tenant A's admin: each answers as the matrix says, never 5xx.
 
 Analytics must give the same numbers on both databases: one fixture (tests/jobs/analytics_
 fixture.py) is loaded into the suite's PostgreSQL and into a fresh embedded-default SQLite.
@@ -26,7 +28,7 @@ from django.db import connection
 
 from tests.jobs import analytics_fixture
 from tests.permission_matrix import MATRIX
-from tests.portal.embedded_default import EmbeddedDemo, manage, run_python
+from tests.portal.embedded_default import EmbeddedDemo, fabric_lab_settings, manage, run_python
 
 DEMO_USERS = {"operator": "demo-operator", "tenant_admin": "demo-tenant-admin"}
 # Where the demo's world differs from the matrix's on purpose: (route, role) -> status, why.
@@ -38,15 +40,25 @@ EMBEDDED_STATUSES = {
 }
 
 
-@pytest.fixture(scope="session")
+# Module scope: seeded once, and stopped when this module is done, not at the end of the suite.
+@pytest.fixture(scope="module")
 def embedded_demo(tmp_path_factory):
     demo = EmbeddedDemo(tmp_path_factory.mktemp("embedded-demo"), secrets.token_urlsafe(12))
     demo.prepare()
     run_python(demo.var_dir, "from tests.portal.embedded_world import add_jobs; add_jobs()")
     demo.start()
     try:
-        _use_the_demo_as_an_operator(demo)
-        demo.probe_world = _world(demo.world())
+        try:
+            run_python(
+                demo.var_dir,
+                "from tests.portal.embedded_world import run_fabric_tasks; run_fabric_tasks()",
+                extra=fabric_lab_settings(demo.var_dir),
+            )
+            _use_the_demo_as_an_operator(demo)
+            demo.probe_world = _world(demo.world())
+        except Exception as error:
+            log_tail = demo.log()[-6000:]
+            raise RuntimeError(f"{error}\n--- the demo's log, its end ---\n{log_tail}") from error
         yield demo
     finally:
         demo.stop()
