@@ -23,11 +23,9 @@ from pathlib import Path
 import requests
 
 REPOSITORY = Path(__file__).resolve().parents[2]
-PYTHON = (
-    str(REPOSITORY / ".venv" / "bin" / "python")
-    if (REPOSITORY / ".venv" / "bin" / "python").exists()
-    else sys.executable
-)
+# The interpreter `make demo` and scripts/demo-run use.
+VENV_PYTHON = REPOSITORY / ".venv" / "bin" / "python"
+PYTHON = str(VENV_PYTHON) if VENV_PYTHON.exists() else sys.executable
 # Prefixes of the variables portal/settings.py reads for deployments; the demo sets none.
 PORTAL_VARIABLE_PREFIXES = (
     "DATABASE_",
