@@ -2,6 +2,9 @@
 
 Pure reads over the jobs a user may see (`visible_jobs`): everything is aggregated in
 PostgreSQL, in four queries whatever the number of jobs (plus one to resolve a ?tenant= slug).
+The embedded default (SQLite) has no `percentile_disc`: there the runtime percentiles are picked
+from the sorted runtimes in Python by PostgreSQL's own rule (`percentile_disc_position`), so both
+databases give the same numbers (tests/portal/test_embedded_default.py compares them).
 
 - Observation 1: finished jobs by final state, by count and by GPU-occupied time
   (elapsed x allocated GPUs; the stored `gpu_seconds`, else computed).
@@ -15,10 +18,13 @@ Observation 3 (per-job GPU utilisation) needs DCGM samples, which the portal doe
 
 from __future__ import annotations
 
+import math
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
 from django.contrib.postgres.fields import ArrayField
+from django.db import connections
 from django.db.models import (
     Aggregate,
     BigIntegerField,
@@ -71,6 +77,30 @@ class PercentilesDisc(Aggregate):
             output_field=ArrayField(BigIntegerField()),
             **extra,
         )
+
+
+def percentile_disc_position(fraction: float, count: int) -> int:
+    """The 1-based position in `count` sorted values that `percentile_disc(fraction)` returns:
+    PostgreSQL computes max(1, ceil(fraction * count)) in double precision (setup_pct_info in
+    src/backend/utils/adt/orderedsetaggs.c), and so does this, float for float."""
+    return max(1, math.ceil(fraction * count))
+
+
+def _runtime_quantiles_in_python(sized: QuerySet[Job]) -> dict[str, list[int]]:
+    """`PercentilesDisc(runtime, CDF_FRACTIONS)` per bucket for databases without it: one query
+    for the runtimes, sorted by the database, picked by PostgreSQL's rule."""
+    runtimes: dict[str, list[int]] = defaultdict(list)
+    rows = (
+        sized.annotate(bucket=_bucket_expression(), runtime=_runtime_expression())
+        .order_by("bucket", "runtime")
+        .values_list("bucket", "runtime")
+    )
+    for bucket, runtime in rows.iterator():
+        runtimes[bucket].append(int(runtime))
+    return {
+        bucket: [values[percentile_disc_position(f, len(values)) - 1] for f in CDF_FRACTIONS]
+        for bucket, values in runtimes.items()
+    }
 
 
 @dataclass(frozen=True)
@@ -182,23 +212,30 @@ def state_shares(finished: QuerySet[Job]) -> dict:
 
 
 def size_buckets(finished: QuerySet[Job]) -> dict:
-    """Observations 2 and 4 per node-count bucket (one query): count and GPU-time shares,
-    runtime percentiles, share over one week, and CDF points. Jobs that never got a node
-    (cancelled while pending) have no size and are left out."""
-    runtime = _runtime_expression()
+    """Observations 2 and 4 per node-count bucket (one query; two without percentile_disc):
+    count and GPU-time shares, runtime percentiles, share over one week, and CDF points. Jobs
+    that never got a node (cancelled while pending) have no size and are left out."""
+    sized = finished.filter(node_count__gte=1)
+    aggregates = {
+        "count": Count("pk"),
+        "gpu_seconds": Sum(_gpu_seconds_expression()),
+        "over_week": Count("pk", filter=Q(elapsed_seconds__gt=ONE_WEEK_SECONDS)),
+    }
+    percentiles_in_database = connections[sized.db].vendor == "postgresql"
+    if percentiles_in_database:
+        aggregates["quantiles"] = PercentilesDisc(_runtime_expression(), CDF_FRACTIONS)
     grouped = {
         row["bucket"]: row
-        for row in finished.filter(node_count__gte=1)
-        .order_by()
+        for row in sized.order_by()
         .annotate(bucket=_bucket_expression())
         .values("bucket")
-        .annotate(
-            count=Count("pk"),
-            gpu_seconds=Sum(_gpu_seconds_expression()),
-            over_week=Count("pk", filter=Q(elapsed_seconds__gt=ONE_WEEK_SECONDS)),
-            quantiles=PercentilesDisc(runtime, CDF_FRACTIONS),
-        )
+        .annotate(**aggregates)
     }
+    quantiles_by_bucket = (
+        {bucket: row["quantiles"] for bucket, row in grouped.items()}
+        if percentiles_in_database
+        else _runtime_quantiles_in_python(sized)
+    )
     total_count = sum(row["count"] for row in grouped.values())
     total_gpu = sum(int(row["gpu_seconds"] or 0) for row in grouped.values())
     rows = []
@@ -206,7 +243,7 @@ def size_buckets(finished: QuerySet[Job]) -> dict:
         row = grouped.get(label)
         count = row["count"] if row else 0
         gpu_seconds = int(row["gpu_seconds"] or 0) if row else 0
-        quantiles = [int(value) for value in row["quantiles"]] if row else []
+        quantiles = [int(value) for value in quantiles_by_bucket.get(label) or []]
         rows.append(
             {
                 "bucket": label,

@@ -22,6 +22,10 @@ from portal.environment import (
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 ENV = os.environ
+# --- embedded default: where local state lives (SQLite file, secret key, fabric lab files) ------
+# VAR_DIR moves it out of the checkout's var/, so a test can run a whole demo without touching
+# the developer's; relative paths are taken from the checkout.
+VAR_DIR = BASE_DIR / (ENV.get("VAR_DIR", "").strip() or "var")
 
 DEBUG = env_bool(ENV, "DEBUG", False)
 SECRET_KEY = ENV.get("SECRET_KEY", "")
@@ -30,7 +34,7 @@ if not SECRET_KEY:
         raise ConfigurationError("SECRET_KEY must be set in production")
     # Embedded mode: a key generated once and kept in var/, so logins survive a restart of the
     # demo server and every local process (web, worker, tests) signs with the same key.
-    SECRET_KEY = local_secret_key(BASE_DIR / "var" / "secret-key")
+    SECRET_KEY = local_secret_key(VAR_DIR / "secret-key")
 
 ALLOWED_HOSTS = env_list(ENV, "ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list(ENV, "CSRF_TRUSTED_ORIGINS", [])
@@ -92,9 +96,9 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {"default": database_config(ENV, str(BASE_DIR / "var" / "portal.sqlite3"))}
+DATABASES = {"default": database_config(ENV, str(VAR_DIR / "portal.sqlite3"))}
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
-    (BASE_DIR / "var").mkdir(exist_ok=True)
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -296,11 +300,11 @@ FABRIC_DRIVER = ENV.get("FABRIC_DRIVER", "fabric.drivers.ssh.SonicSshDriver")
 # JSON or YAML file mapping Switch.credentials_ref -> {username, password | key_file}; it stays
 # on the server and nothing in the portal ever returns its contents.
 FABRIC_CREDENTIALS_FILE = ENV.get(
-    "FABRIC_CREDENTIALS_FILE", str(BASE_DIR / "var" / "fabric-credentials.yaml")
+    "FABRIC_CREDENTIALS_FILE", str(VAR_DIR / "fabric-credentials.yaml")
 )
 # OpenSSH known_hosts checked on every connection; trust-on-first-use switches append to it.
 FABRIC_KNOWN_HOSTS_FILE = ENV.get(
-    "FABRIC_KNOWN_HOSTS_FILE", str(BASE_DIR / "var" / "fabric-known-hosts")
+    "FABRIC_KNOWN_HOSTS_FILE", str(VAR_DIR / "fabric-known-hosts")
 )
 FABRIC_SSH_CONNECT_TIMEOUT = env_float(ENV, "FABRIC_SSH_CONNECT_TIMEOUT", 10.0)
 FABRIC_SSH_COMMAND_TIMEOUT = env_float(ENV, "FABRIC_SSH_COMMAND_TIMEOUT", 60.0)

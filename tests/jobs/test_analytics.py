@@ -10,7 +10,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from jobs.analytics import CDF_FRACTIONS
+from jobs.analytics import CDF_FRACTIONS, percentile_disc_position
 from jobs.models import Job
 from portal.models import Role
 
@@ -270,3 +270,23 @@ def test_charts_draw_in_chromium(live_server, browser_page, make_user, workload)
     legend = page.locator("#analytics-cdf-chart .u-legend").inner_text()
     assert "17-32 nodes" in legend and "33-64 nodes" not in legend
     page.screenshot(path=str(ARTIFACTS / "jobs-analytics.png"), full_page=True)
+
+
+def test_percentile_positions_are_postgresqls(db):
+    """The portable rule picks the row PostgreSQL's percentile_disc picks, for every fraction
+    the analytics report and every group size up to 1,000 (values 1..n: the value is the row)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT n, percentile_disc(%s::float8[]) WITHIN GROUP (ORDER BY value) "
+            "FROM generate_series(1, 1000) AS n, generate_series(1, n) AS value GROUP BY n",
+            [list(CDF_FRACTIONS)],
+        )
+        rows = cursor.fetchall()
+    assert len(rows) == 1000
+    wrong = [
+        (count, fraction, picked, percentile_disc_position(fraction, count))
+        for count, positions in rows
+        for fraction, picked in zip(CDF_FRACTIONS, positions, strict=True)
+        if picked != percentile_disc_position(fraction, count)
+    ]
+    assert not wrong, wrong[:10]
