@@ -394,8 +394,9 @@ FAULTS_REPEAT_THRESHOLD = 2
 FAULTS_ALERTNAME_KINDS: dict = {}
 
 # --- API contract (issue 13) ----------------------------------------------------------------------
-# NUL characters, which PostgreSQL cannot store, are a 400 naming the field wherever text comes
-# in (query strings, bodies), instead of a 500 from the database.
+# The schema documents every error status (portal/api/schema.py), and NUL characters, which
+# PostgreSQL cannot store, are a 400 naming the field wherever text comes in.
+REST_FRAMEWORK["DEFAULT_SCHEMA_CLASS"] = "portal.api.schema.PortalAutoSchema"
 REST_FRAMEWORK["DEFAULT_PARSER_CLASSES"] = [
     "portal.api.parsers.JSONParser",
     "portal.api.parsers.FormParser",
