@@ -15,7 +15,8 @@ portal's machinery produces around every view, each with its JSON body:
 - 415 with a request body: a media type the operation does not parse;
 - 429 where the view has throttles.
 
-A view's own declaration of a status (with `extend_schema(responses=...)`) always wins.
+A view's own declaration of a status (with `extend_schema(responses=...)`) always wins; one
+declared with a description only gets the standard body for that status.
 """
 
 from __future__ import annotations
@@ -84,6 +85,10 @@ class PortalAutoSchema(AutoSchema):
         for status in self._error_statuses(operation):
             if status not in responses:
                 responses[status] = self._error_response(status)
+            elif "content" not in responses[status]:
+                # Declared with a description only: the body is still the standard one.
+                described = responses[status]
+                responses[status] = {**self._error_response(status), **described}
         operation["responses"] = dict(sorted(responses.items()))
         return operation
 
