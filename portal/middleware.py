@@ -1,4 +1,4 @@
-"""Middleware of the portal's own."""
+"""Request middleware of the portal."""
 
 from __future__ import annotations
 
@@ -8,17 +8,26 @@ from portal.text_input import NUL, nul_character_error
 
 
 class RejectNulCharactersMiddleware:
-    """A NUL character in a query parameter is a 400 naming the parameter, on every route:
-    views and filters hand query values to PostgreSQL, which refuses NUL in text (a 500)."""
+    """A NUL character in the path or a query parameter is a 400 naming where it was, on every
+    route: views and filters hand these to PostgreSQL, which refuses NUL in text (a 500)."""
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
+        field = self._field_with_nul(request)
+        if field is None:
+            return self.get_response(request)
+        body = nul_character_error(field)
+        if request.path.startswith("/api/"):
+            return JsonResponse(body, status=400)
+        return HttpResponseBadRequest(body["detail"], content_type="text/plain")
+
+    @staticmethod
+    def _field_with_nul(request) -> str | None:
+        if NUL in request.path:
+            return "path"
         for name, values in request.GET.lists():
             if NUL in name or any(NUL in value for value in values):
-                body = nul_character_error(name)
-                if request.path.startswith("/api/"):
-                    return JsonResponse(body, status=400)
-                return HttpResponseBadRequest(body["detail"], content_type="text/plain")
-        return self.get_response(request)
+                return name
+        return None

@@ -156,11 +156,14 @@ def test_a_nul_character_in_a_query_parameter_is_a_400_naming_it(admin):
     assert admin.get("/api/inventory/nodes/", {"search\x00": "x"}).status_code == 400
 
 
-def test_a_nul_character_in_a_page_query_is_a_plain_400(admin):
+def test_a_nul_character_in_a_page_query_or_path_is_a_plain_400(admin):
     admin.force_login(admin.user)
     response = admin.get("/inventory/nodes/", {"q": "gpu\x00"})
     assert response.status_code == 400
     assert "q: NUL characters" in response.content.decode()
+    # The hostname in the path went to the database as it was.
+    page = admin.get("/inventory/nodes/gpu%00/")
+    assert page.status_code == 400 and "path: NUL" in page.content.decode()
 
 
 def test_a_nul_character_anywhere_in_a_json_body_is_a_400_naming_the_field(admin):
