@@ -8,8 +8,9 @@ from portal.text_input import NUL, nul_character_error
 
 
 class RejectNulCharactersMiddleware:
-    """A NUL character in the path or a query parameter is a 400 naming where it was, on every
-    route: views and filters hand these to PostgreSQL, which refuses NUL in text (a 500)."""
+    """A NUL character in the path, a query parameter or a header is a 400 naming where it was,
+    on every route: views hand these (a hostname, a filter, an Idempotency-Key) to PostgreSQL,
+    which refuses NUL in text (a 500)."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -30,4 +31,7 @@ class RejectNulCharactersMiddleware:
         for name, values in request.GET.lists():
             if NUL in name or any(NUL in value for value in values):
                 return name
+        for key, value in request.META.items():
+            if key.startswith("HTTP_") and isinstance(value, str) and NUL in value:
+                return key.removeprefix("HTTP_").replace("_", "-").title()
         return None

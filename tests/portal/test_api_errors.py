@@ -166,6 +166,13 @@ def test_a_nul_character_in_a_page_query_or_path_is_a_plain_400(admin):
     assert page.status_code == 400 and "path: NUL" in page.content.decode()
 
 
+def test_a_nul_character_in_a_header_is_a_400_naming_it(admin):
+    response = admin.post(
+        "/api/actions/canary/", {"reason": "x"}, format="json", HTTP_IDEMPOTENCY_KEY="deploy\x00"
+    )
+    assert response.status_code == 400 and "Idempotency-Key" in response.json()
+
+
 def test_a_nul_character_anywhere_in_a_json_body_is_a_400_naming_the_field(admin):
     # `disks` is a JSONField: no serializer field checks its strings, the database refused them.
     body = {"hostname": "gpu901", "disks": [{"name": "nvme0", "model": "x\u0000"}]}
