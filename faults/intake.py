@@ -9,16 +9,16 @@ so two channels reporting one incident meet on one ticket.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 
 from django.conf import settings
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
 from faults.models import Category, Severity, Source
 from faults.policies import DOUBLE_BIT_ECC_RULE, KNOWN_XIDS, PLATFORM_KINDS, Rule, rule_for
 from inventory.models import GPU, NIC, Node, Switch, SwitchPort
 from portal.errors import InvalidInput
+from portal.timeparse import parse_datetime_utc
 
 MAX_MESSAGE_LENGTH = 1000
 GPU_KINDS = frozenset({"xid", "ecc", "gpu_unresponsive", "nvlink_error"})
@@ -147,11 +147,14 @@ def _lookup_port(switch: Switch, name, field_name: str) -> SwitchPort:
 def _timestamp(value, field_name: str) -> datetime:
     if value in (None, ""):
         return timezone.now()
-    parsed = parse_datetime(value) if isinstance(value, str) else None
-    if parsed is None:
-        raise InvalidInput({field_name: ["Use an ISO 8601 date and time, e.g. 2025-01-14T03:12Z."]})
-    if timezone.is_naive(parsed):
-        parsed = timezone.make_aware(parsed, UTC)
+    try:
+        if not isinstance(value, str):
+            raise ValueError(value)
+        parsed = parse_datetime_utc(value)
+    except ValueError:
+        raise InvalidInput(
+            {field_name: ["Use an ISO 8601 date and time, e.g. 2025-01-14T03:12Z."]}
+        ) from None
     # Alertmanager sends the zero time for "not ended"; clocks may also run ahead of ours.
     return min(parsed, timezone.now())
 

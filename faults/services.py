@@ -38,6 +38,12 @@ from jobs.services import request_drain
 from portal.errors import Conflict, InvalidInput
 from portal.realtime import publish
 from portal.services.audit import record_change, snapshot
+from portal.text_input import (
+    NUL,
+    nul_character_error,
+    nul_character_field,
+    without_nul_characters,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -55,17 +61,38 @@ def reopen_window() -> timedelta:
 
 def record_intake(*, channel: str, raw_body: str, submitted_by=None) -> IntakeRecord:
     """Keep a delivery as received, before anything can refuse it (committed on its own when
-    called outside a transaction, so a refused payload is still there to inspect)."""
+    called outside a transaction, so a refused payload is still there to inspect).
+
+    PostgreSQL cannot store a NUL character: the body is kept with U+FFFD in its place, and
+    the delivery is refused naming the field that held it."""
+    payload, errors = _payload_of(raw_body)
+    return IntakeRecord.objects.create(
+        channel=channel,
+        raw_body=without_nul_characters(raw_body),
+        payload=payload,
+        errors=errors,
+        submitted_by=submitted_by if getattr(submitted_by, "is_authenticated", False) else None,
+    )
+
+
+def _payload_of(raw_body: str) -> tuple[object, dict]:
+    """(parsed body or None, the refusal when the body holds a NUL character)."""
     try:
         payload = json.loads(raw_body) if raw_body else None
     except ValueError:
-        payload = None
-    return IntakeRecord.objects.create(
-        channel=channel,
-        raw_body=raw_body,
-        payload=payload,
-        submitted_by=submitted_by if getattr(submitted_by, "is_authenticated", False) else None,
-    )
+        if NUL not in raw_body:
+            return None, {}
+        # A raw NUL inside a string is a control character strict JSON refuses; read it
+        # leniently only to say which field held it.
+        try:
+            lenient = json.loads(raw_body, strict=False)
+        except ValueError:
+            lenient = None
+        return None, nul_character_error(nul_character_field(lenient) or "")
+    field = nul_character_field(payload)
+    if field is not None:
+        return None, nul_character_error(field)
+    return payload, {}
 
 
 def _refuse(record: IntakeRecord, error: InvalidInput) -> None:
@@ -74,6 +101,8 @@ def _refuse(record: IntakeRecord, error: InvalidInput) -> None:
 
 
 def _parsed_body(record: IntakeRecord):
+    if record.errors:
+        raise InvalidInput(record.errors)
     if record.payload is None:
         raise InvalidInput({"detail": "The body is not valid JSON."})
     return record.payload

@@ -393,6 +393,20 @@ FAULTS_REPEAT_THRESHOLD = 2
 # Extra Alertmanager alertname -> event kind mappings (faults/intake.py has the defaults).
 FAULTS_ALERTNAME_KINDS: dict = {}
 
+# --- API contract (issue 13) ----------------------------------------------------------------------
+# The schema documents every error status (portal/api/schema.py), and NUL characters, which
+# PostgreSQL cannot store, are a 400 naming the field wherever text comes in.
+REST_FRAMEWORK["DEFAULT_SCHEMA_CLASS"] = "portal.api.schema.PortalAutoSchema"
+REST_FRAMEWORK["DEFAULT_PARSER_CLASSES"] = [
+    "portal.api.parsers.JSONParser",
+    "portal.api.parsers.FormParser",
+    "portal.api.parsers.MultiPartParser",
+]
+MIDDLEWARE.insert(
+    MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
+    "portal.middleware.RejectNulCharactersMiddleware",
+)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -235,7 +235,7 @@ class MonitoredPortViewSet(SelectorQuerysetMixin, viewsets.ReadOnlyModelViewSet)
 
     @extend_schema(summary="A port's history (1-minute rates, up to 24 hours)",
                    parameters=[HISTORY_HOURS], responses=HistorySerializer(many=True))
-    @action(detail=True, methods=["get"])
+    @action(detail=True, methods=["get"], pagination_class=None)  # all of it, in one list
     def history(self, request, pk=None):
         port = self.get_object()
         hours = request.query_params.get("hours", "24")

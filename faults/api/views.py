@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.utils.dateparse import parse_datetime
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
@@ -17,6 +16,7 @@ from faults.selectors import FAULT_ACTORS, FAULT_READERS
 from inventory.models import GPU, Node, Switch
 from portal.api.viewsets import SelectorQuerysetMixin
 from portal.errors import InvalidInput
+from portal.timeparse import parse_datetime_utc
 
 TICKET_FILTERS = ("status", "category", "severity", "source", "pod", "node", "component", "q")
 
@@ -140,7 +140,7 @@ class TicketViewSet(
 
     @extend_schema(summary="Earlier and later tickets on the same GPU serial or node",
                    responses={200: fault_serializers.HistoryTicketSerializer(many=True)})
-    @action(detail=True, methods=["get"])
+    @action(detail=True, methods=["get"], pagination_class=None)  # all of it, in one list
     def history(self, request, pk=None):
         history = selectors.component_history(self.get_object())
         return Response(fault_serializers.HistoryTicketSerializer(history, many=True).data)
@@ -219,9 +219,9 @@ class StatisticsView(FaultPermissions, APIView):
         for name in ("start", "end"):
             value = request.query_params.get(name)
             if value:
-                parsed = parse_datetime(value)
-                if parsed is None:
-                    raise InvalidInput({name: ["Use an ISO 8601 date and time."]})
-                bounds[name] = parsed
+                try:
+                    bounds[name] = parse_datetime_utc(value)
+                except ValueError:
+                    raise InvalidInput({name: ["Use an ISO 8601 date and time."]}) from None
         data = statistics.fault_statistics(**bounds)
         return Response(fault_serializers.StatisticsSerializer(data).data)

@@ -3,8 +3,9 @@
 `POST .../bulk/` takes a list of objects to create; `PATCH .../bulk/` a list of partial objects,
 each with its `id`. Every item is validated first; then all are written in one transaction, each
 in a savepoint so that a clash the database finds (a duplicate hostname within the list) names
-its item and the remaining items are still checked. Any error: 400 listing `{index, fields}` for
-each bad item, and nothing is written. Each written object is audited like a single write.
+its item and the remaining items are still checked. Any error: 400 with a `detail`, listing
+`{index, fields}` for each bad item, and nothing is written. Each written object is audited like
+a single write.
 """
 
 from __future__ import annotations
@@ -48,9 +49,9 @@ def _fields(detail) -> dict:
 def bulk_write(view, request) -> Response:
     items = request.data
     if not isinstance(items, list) or not items:
-        raise InvalidInput({"non_field_errors": ["send a non-empty JSON list of objects"]})
+        raise InvalidInput({"detail": "Send a non-empty JSON list of objects.", "errors": []})
     if len(items) > MAX_BULK_ITEMS:
-        raise InvalidInput({"non_field_errors": [f"at most {MAX_BULK_ITEMS} items per request"]})
+        raise InvalidInput({"detail": f"At most {MAX_BULK_ITEMS} items per request.", "errors": []})
     updating = request.method == "PATCH"
     errors: list[dict] = []
     instances = _instances_to_update(view, items, errors) if updating else {}
@@ -151,7 +152,8 @@ def with_bulk_writes(viewset_class):
         request=update_item(many=True, partial=True),
         responses={200: serializer_class(many=True), 400: bad},
     )
-    @action(detail=False, methods=["post", "patch"], url_path="bulk")
+    # The written objects come back as one plain list, not a page.
+    @action(detail=False, methods=["post", "patch"], url_path="bulk", pagination_class=None)
     def bulk(self, request):
         return bulk_write(self, request)
 

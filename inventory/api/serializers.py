@@ -607,4 +607,9 @@ class BulkItemErrorSerializer(serializers.Serializer):
 
 class BulkErrorSerializer(serializers.Serializer):
     detail = serializers.CharField()
-    errors = BulkItemErrorSerializer(many=True)
+    errors = BulkItemErrorSerializer(
+        many=True,
+        required=False,
+        help_text="One entry per bad item; absent when the request as a whole was refused "
+        "(not JSON, a NUL character)",
+    )

@@ -141,10 +141,10 @@ class NICViewSet(CursorPaginatedMixin, InventoryViewSet):
     filterset_class = filtersets.NICFilterSet
     search_fields = ["device", "netdev", "mac", "node__hostname"]
     ordering_fields = ["id", "rail", "device"]
-    action_roles = {"trace": FABRIC_READERS}
+    action_roles = {"cable_trace": FABRIC_READERS}
 
     def restrict_queryset(self, user):
-        if self.action == "trace":
+        if self.action == "cable_trace":
             return selectors.nic_list(user=user)  # the trace reads the cables itself
         # Hand-added prefetch (two queries per page): the serializer's `link` reads each NIC's
         # active cable and far end from it.
@@ -161,8 +161,9 @@ class NICViewSet(CursorPaginatedMixin, InventoryViewSet):
         summary="Cable trace: NIC -> leaf port -> leaf -> uplinks -> spines",
         responses={200: inventory_serializers.TraceSerializer},
     )
-    @action(detail=True, methods=["get"])
-    def trace(self, request, pk=None):
+    # Not named `trace`: DRF dispatches HTTP TRACE to a method of that name, on every route.
+    @action(detail=True, methods=["get"], url_path="trace", url_name="trace")
+    def cable_trace(self, request, pk=None):
         # Not get_object(): the list's serializer-derived joins and prefetches are of no use to
         # a trace and were a quarter of its time. Visibility still comes from the selector.
         nic = get_object_or_404(self.restrict_queryset(request.user).select_related("node"), pk=pk)
@@ -203,7 +204,7 @@ class SwitchPortViewSet(CursorPaginatedMixin, InventoryViewSet):
     filterset_class = filtersets.SwitchPortFilterSet
     search_fields = ["name", "alias", "description", "switch__hostname"]
     ordering_fields = ["id", "index", "name"]
-    action_roles = {"trace": FABRIC_READERS}
+    action_roles = {"cable_trace": FABRIC_READERS}
 
     def restrict_queryset(self, user):
         # Hand-added prefetch (two queries per page): the serializer's `link` reads each port's
@@ -214,8 +215,8 @@ class SwitchPortViewSet(CursorPaginatedMixin, InventoryViewSet):
         summary="Cable trace through a switch port",
         responses={200: inventory_serializers.TraceSerializer},
     )
-    @action(detail=True, methods=["get"])
-    def trace(self, request, pk=None):
+    @action(detail=True, methods=["get"], url_path="trace", url_name="trace")
+    def cable_trace(self, request, pk=None):
         return Response(selectors.trace_from_port(self.get_object()).as_dict())
 
 

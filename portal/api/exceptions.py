@@ -14,6 +14,10 @@ from portal.errors import ServiceError
 def exception_handler(exc, context):
     if isinstance(exc, ServiceError):
         body = exc.detail if isinstance(exc.detail, dict) else {"detail": exc.detail}
+        if exc.status_code != status.HTTP_400_BAD_REQUEST and "detail" not in body:
+            # A 409 about a field still says what is wrong in `detail`, as every error but a
+            # 400's field list does (the schema's Error): its first message.
+            body = {"detail": _first_message(body), **body}
         return Response({**body, **exc.extra}, status=exc.status_code)
     if isinstance(exc, DjangoValidationError):
         body = exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages}
@@ -25,3 +29,12 @@ def exception_handler(exc, context):
             status=status.HTTP_409_CONFLICT,
         )
     return drf_exception_handler(exc, context)
+
+
+def _first_message(errors: dict) -> str:
+    for messages in errors.values():
+        if isinstance(messages, str):
+            return messages
+        if isinstance(messages, list) and messages and isinstance(messages[0], str):
+            return messages[0]
+    return "The request clashes with the current state."

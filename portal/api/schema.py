@@ -1,6 +1,65 @@
-"""OpenAPI extensions so the generated schema documents our token authentication."""
+"""OpenAPI generation: our token authentication, and a schema that documents every status an
+operation can answer with, so a client (and tests/portal/test_api_contract.py) can rely on it.
 
+drf-spectacular documents the success responses; `PortalAutoSchema` adds the error statuses the
+portal's machinery produces around every view, each with its JSON body:
+
+- 400 on every operation: a field, a query parameter or the body is refused (a NUL character
+  anywhere included); the body names what it refused;
+- 401 where the operation authenticates: no credentials, or a bad or expired token;
+- 403 where a permission applies: the caller's role may not do this;
+- 404 with a path parameter (no such object, or not visible to the caller) or pagination (no
+  such page or cursor);
+- 409 on POST, PUT, PATCH and DELETE: the change clashes with the current state (a workflow
+  rule, or a race the database caught);
+- 415 with a request body: a media type the operation does not parse;
+- 429 where the view has throttles.
+
+A view's own declaration of a status (with `extend_schema(responses=...)`) always wins; one
+declared with a description only gets the standard body for that status.
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import FieldDoesNotExist
+from django.db import models
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.plumbing import ResolvedComponent
+from rest_framework import serializers
+
+ERROR_COMPONENT = {
+    "type": "object",
+    "description": "An error: `detail` says what is wrong; some errors add fields of their own "
+    "(e.g. `allowed`, the states a ticket may move to).",
+    "properties": {"detail": {"type": "string"}},
+    "required": ["detail"],
+    "additionalProperties": True,
+}
+VALIDATION_ERROR_COMPONENT = {
+    "type": "object",
+    "description": "Refused input: each refused field (or query parameter) maps to its messages, "
+    "nested like the input; `non_field_errors` are about the whole object; `detail` is about "
+    "the request as a whole (e.g. a body that is not JSON).",
+    "properties": {
+        "detail": {
+            "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
+        },
+        "non_field_errors": {"type": "array", "items": {"type": "string"}},
+    },
+    "additionalProperties": True,
+}
+
+ERROR_DESCRIPTIONS = {
+    "400": "Bad input; the body names each refused field or parameter",
+    "401": "No credentials, or a bad or expired token",
+    "403": "Your role does not allow this",
+    "404": "No such object (or not visible to you), or no such page",
+    "409": "The request clashes with the current state",
+    "415": "The body's media type is not accepted",
+    "429": "Too many requests; retry after the time in Retry-After",
+}
+UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
 class HashedTokenScheme(OpenApiAuthenticationExtension):
@@ -15,3 +74,103 @@ class HashedTokenScheme(OpenApiAuthenticationExtension):
             "description": "`Token <key>`; create keys at /api/tokens/ or with "
             "`manage.py create_portal_user`.",
         }
+
+
+class PortalAutoSchema(AutoSchema):
+    def get_operation(self, path, path_regex, path_prefix, method, registry):
+        operation = super().get_operation(path, path_regex, path_prefix, method, registry)
+        if operation is None:
+            return None
+        responses = operation["responses"]
+        for status in self._error_statuses(operation):
+            if status not in responses:
+                responses[status] = self._error_response(status)
+            elif "content" not in responses[status]:
+                # Declared with a description only: the body is still the standard one.
+                described = responses[status]
+                responses[status] = {**self._error_response(status), **described}
+        operation["responses"] = dict(sorted(responses.items()))
+        return operation
+
+    def _error_statuses(self, operation: dict) -> list[str]:
+        statuses = ["400"]
+        if any(requirement for requirement in operation.get("security", [])):
+            statuses.append("401")
+        if self.view.get_permissions():
+            statuses.append("403")
+        parameters = operation.get("parameters", [])
+        if any(parameter["in"] == "path" for parameter in parameters) or any(
+            parameter["in"] == "query" and parameter["name"] in ("page", "cursor")
+            for parameter in parameters
+        ):
+            statuses.append("404")
+        if self.method in UNSAFE_METHODS:
+            statuses.append("409")
+        if "requestBody" in operation:
+            statuses.append("415")
+        if self.view.get_throttles():
+            statuses.append("429")
+        return statuses
+
+    def _error_response(self, status: str) -> dict:
+        if status == "400":
+            component = self._component("ValidationError", VALIDATION_ERROR_COMPONENT)
+        else:
+            component = self._component("Error", ERROR_COMPONENT)
+        return {
+            "description": ERROR_DESCRIPTIONS[status],
+            "content": {"application/json": {"schema": component.ref}},
+        }
+
+    def _component(self, name: str, schema: dict) -> ResolvedComponent:
+        component = ResolvedComponent(
+            name=name, type=ResolvedComponent.SCHEMA, schema=schema, object=f"portal.api.{name}"
+        )
+        self.registry.register_on_missing(component)
+        return component
+
+    def _map_serializer_field(self, field, direction, bypass_extensions=False):
+        schema = super()._map_serializer_field(field, direction, bypass_extensions)
+        if direction != "response" or not isinstance(schema, dict) or "$ref" in schema:
+            return schema
+        model_field = _model_field(field)
+        if field.default is None or (model_field is not None and model_field.null):
+            # DRF answers null for a null column, and the default when a dotted source crosses
+            # an empty relation (`source="node.hostname", default=None`); declared fields do
+            # not carry the model's null=True into the schema by themselves.
+            schema["nullable"] = True
+        if model_field is not None and model_field.blank and field.read_only:
+            # Read-only fields lose `allow_blank` (DRF drops it), yet a blank=True column
+            # holds "" until someone sets it.
+            if isinstance(field, serializers.ChoiceField) and "" not in schema.get("enum", [""]):
+                # As allow_blank would: drf-spectacular's enum hook makes it a BlankEnum.
+                schema["enum"] = [*schema["enum"], ""]
+            elif schema.get("type") == "string" and {"format", "pattern"} & set(schema):
+                schema = _or_blank(schema)
+        return schema
+
+    def _insert_field_validators(self, field, schema):
+        super()._insert_field_validators(field, schema)
+        # drf-spectacular offers "" beside a pattern as `oneOf`; a pattern that matches "" too
+        # (`^[a-z]*$`) makes "" match both, which `oneOf` forbids: either is fine, so `anyOf`.
+        if "oneOf" in schema and {"type": "string", "maxLength": 0} in schema["oneOf"]:
+            schema["anyOf"] = schema.pop("oneOf")
+
+
+def _model_field(field) -> models.Field | None:
+    """The model field a serializer field reads directly (not through a dotted source)."""
+    model = getattr(getattr(field.parent, "Meta", None), "model", None)
+    if model is None or not field.source or "." in field.source or field.source == "*":
+        return None
+    try:
+        model_field = model._meta.get_field(field.source)
+    except FieldDoesNotExist:  # a property or an annotation
+        return None
+    return model_field if isinstance(model_field, models.Field) else None
+
+
+def _or_blank(schema: dict) -> dict:
+    outer_keys = {"readOnly", "nullable", "description", "title"}
+    outer = {key: value for key, value in schema.items() if key in outer_keys}
+    inner = {key: value for key, value in schema.items() if key not in outer_keys}
+    return {**outer, "anyOf": [inner, {"type": "string", "maxLength": 0}]}

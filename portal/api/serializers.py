@@ -147,7 +147,9 @@ class APITokenCreatedSerializer(serializers.Serializer):
 
 class MeSerializer(serializers.ModelSerializer):
     role = serializers.CharField(read_only=True, allow_null=True)
-    tenant = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    tenant = serializers.SlugRelatedField(
+        slug_field="slug", read_only=True, help_text="null for cluster-wide roles"
+    )
 
     class Meta:
         model = User

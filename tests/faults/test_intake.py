@@ -332,3 +332,39 @@ def test_recurrence_within_the_window_links_the_earlier_ticket(fleet, agent, mak
     assert second.timeline.filter(text__contains=f"Recurrence of FT-{first.pk}").exists()
     # A second drain for the recurrence: a new ticket, a new Action.
     assert second.actions.get().pk != first.actions.get().pk
+
+
+# --- text PostgreSQL cannot store, times it cannot either (issue 13) -------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "body", "field"),
+    [
+        (EVENTS, json.dumps(xid_event(node="gpu\u0000001")), "node"),
+        (EVENTS, '{"kind": "xid", "node": "gpu\x00001", "gpu": 3, "xid": 79}', "node"),
+        (EVENTS, "\x00", "body"),
+        (ALERTS, json.dumps(webhook(alert(instance="gpu001\u0000:9400"))),
+         "alerts[0].labels.instance"),
+    ],
+)
+def test_nul_characters_are_400_naming_the_field_and_kept(fleet, agent, url, body, field):
+    response = post_json(agent, url, body)
+    assert response.status_code == 400, response.content
+    assert field in response.json() and "NUL" in response.json()["detail"]
+    record = IntakeRecord.objects.get()
+    assert not record.accepted and field in record.errors and record.payload is None
+    assert record.raw_body == body.replace("\x00", "\ufffd")
+    assert not FaultTicket.objects.exists()
+
+
+def test_observed_at_with_a_far_offset_is_converted_to_utc(fleet, agent):
+    # Any RFC 3339 offset is a time; PostgreSQL refuses offsets beyond 15:59 unconverted.
+    response = post_json(agent, EVENTS, xid_event(observed_at="2025-01-14T03:12:00-19:53"))
+    assert response.status_code == 201, response.content
+    assert response.json()["ticket"]["detected_at"].startswith("2025-01-14T23:05:00")
+
+
+@pytest.mark.parametrize("observed_at", ["2025-13-01T00:00:00Z", "0001-01-01T00:00:00+05:00"])
+def test_observed_at_that_is_no_time_in_utc_is_400(fleet, agent, observed_at):
+    response = post_json(agent, EVENTS, xid_event(observed_at=observed_at))
+    assert response.status_code == 400 and "observed_at" in response.json()

@@ -126,3 +126,19 @@ def test_statistics_api(paper_faults, api_as):
     assert february["total"] == 5
     bad = api_as(Role.VIEWER).get("/api/faults/statistics/", {"start": "last week"})
     assert bad.status_code == 400 and "start" in bad.json()
+
+
+def test_statistics_period_with_a_far_offset_is_converted_to_utc(paper_faults, api_as):
+    # -19:53 is a valid RFC 3339 offset that PostgreSQL refuses unconverted (it was a 500).
+    response = api_as(Role.VIEWER).get(
+        "/api/faults/statistics/", {"start": "2025-01-31T04:07:00-19:53"}
+    )
+    assert response.status_code == 200, response.content
+    assert response.json()["period"]["start"].startswith("2025-02-01T00:00:00")
+    assert response.json()["total"] == 8
+
+
+@pytest.mark.parametrize("end", ["2025-13-01T00:00Z", "2025-01-01T00:00+24:00", "x\u0000"])
+def test_statistics_period_that_is_no_time_is_400_naming_it(paper_faults, api_as, end):
+    response = api_as(Role.VIEWER).get("/api/faults/statistics/", {"end": end})
+    assert response.status_code == 400 and "end" in response.json()

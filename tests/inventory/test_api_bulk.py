@@ -115,7 +115,7 @@ def test_bulk_update_names_bad_items_and_changes_nothing(sakuraone, operator_api
 def test_bulk_needs_a_non_empty_list(sakuraone, operator_api, payload):
     response = operator_api.post(f"{API}/nodes/bulk/", payload, format="json")
     assert response.status_code == 400
-    assert "non-empty JSON list" in response.json()["non_field_errors"][0]
+    assert "non-empty JSON list" in response.json()["detail"]
 
 
 def test_bulk_cables_check_every_end_and_write_none_on_error(sakuraone, operator_api):

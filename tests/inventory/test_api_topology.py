@@ -139,6 +139,14 @@ def test_trace_of_a_rail_nic_reaches_every_spine(sakuraone, operator_api):
     assert uncabled["notes"] == ["gpu051 eno1 is not cabled"]
 
 
+@pytest.mark.parametrize("route", ["nics/", "ports/", "ports/bulk/", "nodes/"])
+def test_http_trace_is_405_not_the_cable_trace(sakuraone, operator_api, route):
+    # DRF dispatches an HTTP method to the view method of that name: a `trace` action answered
+    # TRACE on every route of its viewset (with a 500 where it had no object).
+    response = operator_api.generic("TRACE", f"{API}/{route}")
+    assert response.status_code == 405
+
+
 def test_trace_from_a_leaf_port_and_an_uplink(sakuraone, operator_api):
     host_port = operator_api.get(f"{API}/ports/{port('leaf-p1-r0', 'Ethernet0').pk}/trace/")
     assert host_port.status_code == 200

@@ -144,3 +144,41 @@ def test_tenant_admins_see_only_their_tenant(api_as, tenant_a, tenant_b):
     assert listed == ["tenant-a"]
     assert client.get(f"/api/tenants/{tenant_b.pk}/").status_code == 404
     assert client.get("/api/actions/").status_code == 403
+
+
+# --- NUL characters: PostgreSQL cannot store them, so they must never reach it (issue 13) ----
+
+
+def test_a_nul_character_in_a_query_parameter_is_a_400_naming_it(admin):
+    response = admin.get("/api/jobs/analytics/", {"tenant": "tenant-a\x00"})
+    assert response.status_code == 400
+    assert response.json()["tenant"] == ["NUL characters (\\u0000) are not allowed."]
+    assert admin.get("/api/inventory/nodes/", {"search\x00": "x"}).status_code == 400
+
+
+def test_a_nul_character_in_a_page_query_or_path_is_a_plain_400(admin):
+    admin.force_login(admin.user)
+    response = admin.get("/inventory/nodes/", {"q": "gpu\x00"})
+    assert response.status_code == 400
+    assert "q: NUL characters" in response.content.decode()
+    # The hostname in the path went to the database as it was.
+    page = admin.get("/inventory/nodes/gpu%00/")
+    assert page.status_code == 400 and "path: NUL" in page.content.decode()
+
+
+def test_a_nul_character_in_a_header_is_a_400_naming_it(admin):
+    response = admin.post(
+        "/api/actions/canary/", {"reason": "x"}, format="json", HTTP_IDEMPOTENCY_KEY="deploy\x00"
+    )
+    assert response.status_code == 400 and "Idempotency-Key" in response.json()
+
+
+def test_a_nul_character_anywhere_in_a_json_body_is_a_400_naming_the_field(admin):
+    # `disks` is a JSONField: no serializer field checks its strings, the database refused them.
+    body = {"hostname": "gpu901", "disks": [{"name": "nvme0", "model": "x\u0000"}]}
+    response = admin.post("/api/inventory/nodes/", body, format="json")
+    assert response.status_code == 400
+    assert response.json()["disks[0].model"] == ["NUL characters (\\u0000) are not allowed."]
+    bulk = admin.post("/api/inventory/nodes/bulk/", [body], format="json")
+    assert bulk.status_code == 400 and "[0].disks[0].model" in bulk.json()
+    assert "NUL" in bulk.json()["detail"]

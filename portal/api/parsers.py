@@ -1,0 +1,36 @@
+"""Request body parsers: DRF's own, refusing NUL characters anywhere in the parsed data (a
+JSONField or a dictionary key would otherwise carry one to the database and fail there)."""
+
+from __future__ import annotations
+
+from django.http import QueryDict
+from rest_framework import parsers
+from rest_framework.exceptions import ValidationError
+
+from portal.text_input import nul_character_error, nul_character_field
+
+
+def refuse_nul_characters(data):
+    """`data` as parsed, or a 400 naming the first field that holds a NUL character."""
+    value = data.data if isinstance(data, parsers.DataAndFiles) else data
+    if isinstance(value, QueryDict):
+        value = dict(value.lists())
+    field = nul_character_field(value)
+    if field is not None:
+        raise ValidationError(nul_character_error(field))
+    return data
+
+
+class JSONParser(parsers.JSONParser):
+    def parse(self, stream, media_type=None, parser_context=None):
+        return refuse_nul_characters(super().parse(stream, media_type, parser_context))
+
+
+class FormParser(parsers.FormParser):
+    def parse(self, stream, media_type=None, parser_context=None):
+        return refuse_nul_characters(super().parse(stream, media_type, parser_context))
+
+
+class MultiPartParser(parsers.MultiPartParser):
+    def parse(self, stream, media_type=None, parser_context=None):
+        return refuse_nul_characters(super().parse(stream, media_type, parser_context))

@@ -1,0 +1,44 @@
+"""NUL characters in input: PostgreSQL text and jsonb cannot hold them, so every way text
+enters (query strings, request bodies, raw intake bodies) refuses them with a 400 that names
+where the character was, instead of a 500 from the database."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+NUL = "\x00"
+NUL_MESSAGE = "NUL characters (\\u0000) are not allowed."
+
+
+def nul_character_field(value, path: str = "") -> str | None:
+    """The path (`alerts[0].labels.node`, `[3].hostname`, or "" for the value itself) of the
+    first string or key in parsed input that holds a NUL character; None if there is none."""
+    if isinstance(value, str):
+        return path if NUL in value else None
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            item_path = f"{path}.{key}" if path else str(key)
+            if isinstance(key, str) and NUL in key:
+                return item_path
+            found = nul_character_field(item, item_path)
+            if found is not None:
+                return found
+        return None
+    if isinstance(value, Iterable) and not isinstance(value, bytes | bytearray):
+        for index, item in enumerate(value):
+            found = nul_character_field(item, f"{path}[{index}]")
+            if found is not None:
+                return found
+    return None
+
+
+def nul_character_error(field: str) -> dict[str, object]:
+    """The 400 body for a NUL character at `field`: `detail` for the request, and the field."""
+    where = field.replace(NUL, "\\u0000") or "body"
+    return {"detail": f"{where}: {NUL_MESSAGE}", where: [NUL_MESSAGE]}
+
+
+def without_nul_characters(text: str) -> str:
+    """Text that PostgreSQL can store, for keeping a refused delivery as received: each NUL
+    becomes U+FFFD, as undecodable bytes already do."""
+    return text.replace(NUL, "\ufffd")

@@ -1,0 +1,442 @@
+"""The OpenAPI contract is true: schemathesis over every operation of /api/schema/.
+
+For an operator and for a tenant admin, each operation of the schema the portal serves gets its
+schemathesis cases: the coverage phase's deterministic boundary and invalid values (each
+parameter and body field, unexpected methods), then fuzzing with a fixed seed. They go to the
+WSGI application in process, against the test database seeded with a small cluster (half of the
+fuzzed path parameters name a seeded object), and every response is checked: no server error,
+the status and content type are documented for the operation, and the body matches the
+documented schema.
+
+Bounded to stay well inside five minutes on a two-core machine: fuzzing draws MAX_EXAMPLES per
+operation; the coverage phase runs once per serializer (POST and PATCH; PUT and the bulk writes,
+which validate through the same serializers, are fuzzed only); a tenant admin's writes, refused
+before any input is read, are fuzzed only. Each role writes a summary (examples, time, statuses,
+findings) to test-artifacts/api-contract-<role>.json; API_CONTRACT_KEEP_GOING=1 records every
+failing example instead of stopping each operation at its first, to list all findings at once.
+
+Every example runs in a savepoint that is rolled back, so each request sees the same seeded
+world (a DELETE does not take the object away from the next example), and a request that dooms
+its transaction does not poison the next one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections import Counter
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+import schemathesis
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections, transaction
+from hypothesis import strategies as st
+from schemathesis.checks import (
+    content_type_conformance,
+    not_a_server_error,
+    response_schema_conformance,
+    status_code_conformance,
+)
+from schemathesis.config import SchemathesisConfig
+from schemathesis.core.failures import FailureGroup
+
+from portal.models import Role, Tenant
+from portal.services.accounts import api_token_create, user_create
+from portal.wsgi import application
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+KEEP_GOING = os.environ.get("API_CONTRACT_KEEP_GOING") == "1"
+SEED = 20251124
+MAX_EXAMPLES = 10  # fuzzed examples per operation and role
+CONTRACT_CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+]
+UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+# Written to by no tenant admin (their tokens excepted): see the docstring.
+TENANT_ADMIN_WRITES = ("/api/tokens/",)
+
+
+def generated_schema() -> dict:
+    """The document /api/schema/ serves (test_served_schema_is_the_one_checked holds them
+    equal), built at collection so that each operation is a test of its own."""
+    from drf_spectacular.generators import SchemaGenerator
+    from drf_spectacular.renderers import OpenApiJsonRenderer
+
+    document = SchemaGenerator().get_schema(request=None, public=True)
+    return json.loads(OpenApiJsonRenderer().render(document))
+
+
+API_SCHEMA = generated_schema()
+FUZZED_ONLY = {"phases": {"coverage": {"enabled": False}}}
+contract_schema = schemathesis.openapi.from_dict(
+    API_SCHEMA,
+    config=SchemathesisConfig.from_dict(
+        {
+            "seed": SEED,
+            "generation": {
+                "max-examples": MAX_EXAMPLES,
+                "with-security-parameters": False,  # each role's token is sent instead
+                "database": "none",
+                "no-shrink": True,
+            },
+            "operations": [
+                {"include-method": "PUT", **FUZZED_ONLY},
+                {"include-path-regex": "/bulk/$", **FUZZED_ONLY},
+            ],
+        }
+    ),
+)
+
+
+@contextmanager
+def requests_in_test_transaction():
+    """Django closes a connection that is inside a transaction when a request starts or ends
+    (close_old_connections); the test client disconnects that handler, and so do we, since
+    our requests go through the bare WSGI application inside the test's transaction."""
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    try:
+        yield
+    finally:
+        request_started.connect(close_old_connections)
+        request_finished.connect(close_old_connections)
+
+
+# Routes whose path parameter names a seeded object (see seed_world).
+SEEDED_ROUTES = (
+    "/api/actions/{id}/",
+    "/api/audit/{id}/",
+    "/api/fabric/lldp/findings/{id}/",
+    "/api/fabric/pods/{id}/",
+    "/api/fabric/ports/{id}/",
+    "/api/fabric/switches/{hostname}/",
+    "/api/fabric/switches/{id}/",
+    "/api/faults/intake/{id}/",
+    "/api/faults/tickets/{id}/",
+    "/api/inventory/allocations/{id}/",
+    "/api/inventory/cables/{id}/",
+    "/api/inventory/gpus/{id}/",
+    "/api/inventory/nics/{id}/",
+    "/api/inventory/nodes/{id}/",
+    "/api/inventory/pods/{id}/",
+    "/api/inventory/ports/{id}/",
+    "/api/inventory/racks/{id}/",
+    "/api/inventory/switches/{id}/",
+    "/api/jobs/jobs/{job_id}/",
+    "/api/tenants/{id}/",
+    "/api/tokens/{id}/",
+)
+
+
+def seed_world() -> dict[str, list]:
+    """A small cluster with something behind every route; returns the ids each route's path
+    parameter can name (route template -> values)."""
+    from faults import services as fault_services
+    from inventory.models import GPU, NIC, Allocation, Cable, Node, Pod, Rack, Switch, SwitchPort
+    from jobs.models import Job
+    from portal.actions.canary import CANARY_KIND
+    from portal.models import AuditEntry
+    from portal.services.actions import enqueue_action
+
+    tenant_a = Tenant.objects.get(slug="tenant-a")
+    operator = user_create(username="contract-seeder", role=Role.OPERATOR)
+    pods = [Pod.objects.create(name=f"pod{number}") for number in (1, 2)]
+    racks = [Rack.objects.create(name=f"rack{number}", pod=pods[number - 1]) for number in (1, 2)]
+    nodes = []
+    for number, (pod, rack) in enumerate(zip(pods, racks, strict=True), start=1):
+        node = Node.objects.create(
+            hostname=f"gpu00{number}", pod=pod, rack=rack, slurm_state="idle"
+        )
+        for index in range(8):
+            GPU.objects.create(
+                node=node,
+                index=index,
+                uuid=f"GPU-{number:04d}{index:04d}-0000-0000-0000-000000000000",
+                serial=f"16543220{number:02d}{index:02d}",
+            )
+        NIC.objects.create(node=node, device="mlx5_0", role=NIC.Role.RAIL, rail=0)
+        NIC.objects.create(node=node, device="mlx5_1", role=NIC.Role.RAIL, rail=1)
+        nodes.append(node)
+    leaf = Switch.objects.create(
+        hostname="leaf-p1-r0",
+        role=Switch.Role.LEAF,
+        pod=pods[0],
+        rail=0,
+        management_address="192.0.2.10",
+    )
+    storage = Switch.objects.create(hostname="storage-sw1", role=Switch.Role.STORAGE)
+    ports = [
+        SwitchPort.objects.create(switch=leaf, name=f"Ethernet{8 * n}", index=n + 1)
+        for n in range(2)
+    ]
+    Cable.objects.create(
+        a_nic=nodes[0].nics.get(device="mlx5_0"),
+        b_port=ports[0],
+        type=Cable.Type.DR4_400G,
+        status="connected",
+        label="c1",
+    )
+    now = datetime.now(UTC)
+    allocation = Allocation.objects.create(tenant=tenant_a, start=now - timedelta(days=1))
+    allocation.nodes.set([nodes[0]])
+    Job.objects.create(
+        job_id="4242",
+        state="RUNNING",
+        source=Job.Source.SQUEUE,
+        account="tenant-a",
+        tenant=tenant_a,
+        gpus=8,
+        node_count=1,
+        nodelist="gpu001",
+        submit_time=now - timedelta(hours=2),
+        start_time=now - timedelta(hours=1),
+    )
+    Job.objects.create(
+        job_id="4243",
+        state="COMPLETED",
+        source=Job.Source.SACCT,
+        account="other",
+        gpus=16,
+        node_count=2,
+        nodelist="gpu[001-002]",
+        submit_time=now - timedelta(hours=5),
+        start_time=now - timedelta(hours=4),
+        end_time=now - timedelta(hours=3),
+        elapsed_seconds=3600,
+        gpu_seconds=57600,
+    )
+    # Tickets with and without components: the API must describe both.
+    fault_services.submit_user_report(
+        reported_by=operator, summary="storage switch unreachable", switch=storage
+    )
+    fault_services.receive_platform_event(
+        raw_body=json.dumps({"kind": "xid", "node": "gpu001", "gpu": 3, "xid": 79}),
+        submitted_by=operator,
+    )
+    fault_services.receive_platform_event(
+        raw_body=json.dumps({"kind": "switch_reboot", "switch": "leaf-p1-r0"}),
+        submitted_by=operator,
+    )
+    enqueue_action(
+        kind=CANARY_KIND, target="worker pipeline", reason="contract", requested_by=operator
+    )
+    from fabric.models import LldpFinding
+    from faults.models import FaultTicket, IntakeRecord
+    from portal.models import Action, APIToken
+
+    LldpFinding.objects.create(
+        kind=LldpFinding.Kind.MISSING,
+        key="leaf-p1-r0:Ethernet8",
+        summary="no neighbor",
+        first_seen_at=now,
+        last_seen_at=now,
+    )
+    return {
+        "/api/actions/{id}/": list(Action.objects.values_list("pk", flat=True)),
+        "/api/audit/{id}/": list(AuditEntry.objects.values_list("pk", flat=True)[:5]),
+        "/api/fabric/lldp/findings/{id}/": list(LldpFinding.objects.values_list("pk", flat=True)),
+        "/api/fabric/pods/{id}/": [pod.pk for pod in pods],
+        "/api/fabric/ports/{id}/": [port.pk for port in ports],
+        "/api/fabric/switches/{hostname}/": [leaf.hostname, storage.hostname],
+        "/api/fabric/switches/{id}/": [leaf.pk, storage.pk],
+        "/api/faults/intake/{id}/": list(IntakeRecord.objects.values_list("pk", flat=True)),
+        "/api/faults/tickets/{id}/": list(FaultTicket.objects.values_list("pk", flat=True)),
+        "/api/inventory/allocations/{id}/": [allocation.pk],
+        "/api/inventory/cables/{id}/": list(Cable.objects.values_list("pk", flat=True)),
+        "/api/inventory/gpus/{id}/": list(GPU.objects.values_list("pk", flat=True)[:3]),
+        "/api/inventory/nics/{id}/": list(NIC.objects.values_list("pk", flat=True)[:3]),
+        "/api/inventory/nodes/{id}/": [node.pk for node in nodes],
+        "/api/inventory/pods/{id}/": [pod.pk for pod in pods],
+        "/api/inventory/ports/{id}/": [port.pk for port in ports],
+        "/api/inventory/racks/{id}/": [rack.pk for rack in racks],
+        "/api/inventory/switches/{id}/": [leaf.pk, storage.pk],
+        "/api/jobs/jobs/{job_id}/": ["4242", "4243"],
+        "/api/tenants/{id}/": list(Tenant.objects.values_list("pk", flat=True)),
+        "/api/tokens/{id}/": list(APIToken.objects.values_list("pk", flat=True)),
+    }
+
+
+def seeded_template_for(path: str) -> str | None:
+    """The seeded route template an operation's path lies under (`/api/inventory/nodes/{id}/`
+    for `/api/inventory/nodes/{id}/trace/`), if any."""
+    for template in SEEDED_ROUTES:
+        if path.startswith(template):
+            return template
+    return None
+
+
+class ContractRun:
+    """What one role's run sent and what came back: the summary written to test-artifacts/."""
+
+    def __init__(self, role: str):
+        self.role = role
+        self.examples = 0
+        self.operations: set[str] = set()
+        self.skipped = 0
+        self.statuses: Counter = Counter()
+        self.phases: Counter = Counter()
+        self.failures: list[dict] = []
+        self.started = time.monotonic()
+
+    def record(self, case, response, failures) -> None:
+        self.examples += 1
+        self.operations.add(case.operation.label)
+        self.statuses[response.status_code] += 1
+        self.phases[case.meta.phase.name.value if case.meta else "explicit"] += 1
+        for failure in failures:
+            self.failures.append(
+                {
+                    "operation": case.operation.label,
+                    "code": failure.code,
+                    "kind": failure.kind_title,
+                    "title": failure.title,
+                    "status": response.status_code,
+                    "message": failure.message[:500],
+                    "body": response.text[:300],
+                    "request": f"{case.method} {case.formatted_path} query={case.query} "
+                    f"body={str(case.body)[:200]}",
+                }
+            )
+
+    def summary(self) -> dict:
+        kinds = Counter(f"{failure['code']} {failure['kind']}" for failure in self.failures)
+        return {
+            "role": str(self.role),
+            "seed": SEED,
+            "max_examples": MAX_EXAMPLES,
+            "operations": len(self.operations),
+            "examples": self.examples,
+            "coverage_cases_skipped": self.skipped,
+            "seconds": round(time.monotonic() - self.started, 1),
+            "statuses": {str(code): n for code, n in sorted(self.statuses.items())},
+            "phases": dict(self.phases),
+            "failures_by_kind": dict(sorted(kinds.items())),
+            "failures": self.failures,
+        }
+
+
+@dataclass
+class ContractWorld:
+    role: str
+    headers: dict[str, str]
+    run: ContractRun
+
+
+@pytest.fixture(scope="module", params=[Role.OPERATOR, Role.TENANT_ADMIN])
+def contract_world(request, django_db_setup, django_db_blocker):
+    """The seeded world for one role's run, in a transaction rolled back when the run ends."""
+    from django.conf import settings
+
+    role = request.param
+    # Thousands of refused requests are the point here; log only server errors.
+    request_log = logging.getLogger("django.request")
+    log_level = request_log.level
+    request_log.setLevel(logging.ERROR)
+    hashers = settings.PASSWORD_HASHERS
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    with django_db_blocker.unblock(), transaction.atomic():
+        tenant_a = Tenant.objects.create(
+            name="Tenant A", slug="tenant-a", slurm_account="tenant-a", evpn_vni=10200
+        )
+        Tenant.objects.create(
+            name="Tenant B", slug="tenant-b", slurm_account="tenant-b", evpn_vni=10300
+        )
+        user = user_create(
+            username=f"contract-{role}",
+            role=role,
+            tenant=tenant_a if role == Role.TENANT_ADMIN else None,
+            # One user with an email, one without: /api/me/ must describe both.
+            email="tenant-admin@example.org" if role == Role.TENANT_ADMIN else "",
+        )
+        _, key = api_token_create(user=user, name="contract")
+        SEEDED_OBJECTS.clear()
+        SEEDED_OBJECTS.update(seed_world())
+        world = ContractWorld(
+            role=role, headers={"Authorization": f"Token {key}"}, run=ContractRun(role)
+        )
+        yield world
+        transaction.set_rollback(True)
+    settings.PASSWORD_HASHERS = hashers
+    request_log.setLevel(log_level)
+    summary = world.run.summary()
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / f"api-contract-{role}.json").write_text(json.dumps(summary, indent=1))
+    print({key: value for key, value in summary.items() if key != "failures"})
+
+
+# Half of the fuzzed path parameters name a seeded object. Strategies are built before the
+# world is seeded, so they draw a placeholder that map_path_parameters turns into a real value.
+SEEDED_PLACEHOLDER = "seeded-object-"
+SEEDED_OBJECTS: dict[str, list] = {}
+
+
+@contract_schema.hook
+def before_generate_path_parameters(context, strategy):
+    template = seeded_template_for(context.operation.path)
+    if template is None:
+        return strategy
+    name = template.rsplit("{", 1)[1].rstrip("}/")
+    placeholders = st.integers(0, 3).map(lambda n: f"{SEEDED_PLACEHOLDER}{n}")
+    return st.one_of(strategy, st.fixed_dictionaries({name: placeholders}))
+
+
+@contract_schema.hook
+def map_path_parameters(context, path_parameters):
+    template = seeded_template_for(context.operation.path)
+    if template is None or not path_parameters:
+        return path_parameters
+    mapped = dict(path_parameters)
+    for name, value in path_parameters.items():
+        if isinstance(value, str) and value.startswith(SEEDED_PLACEHOLDER):
+            values = SEEDED_OBJECTS[template]
+            mapped[name] = values[int(value.removeprefix(SEEDED_PLACEHOLDER)) % len(values)]
+    return mapped
+
+
+def fuzzed_only_for(role: str, case) -> bool:
+    """A tenant admin's writes are refused before any input is read: the coverage phase's
+    hundreds of invalid bodies would each be the same 403, so only fuzzed examples run."""
+    return (
+        role == Role.TENANT_ADMIN
+        and case.method.upper() in UNSAFE_METHODS
+        and not case.operation.path.startswith(TENANT_ADMIN_WRITES)
+        and case.meta is not None
+        and case.meta.phase.name.value == "coverage"
+    )
+
+
+@pytest.mark.django_db
+@contract_schema.parametrize()
+def test_api_contract(case, contract_world):
+    if fuzzed_only_for(contract_world.role, case):
+        contract_world.run.skipped += 1
+        return
+    with requests_in_test_transaction(), transaction.atomic():
+        response = case.call(app=application, headers=contract_world.headers)
+        transaction.set_rollback(True)
+    try:
+        case.validate_response(response, checks=CONTRACT_CHECKS)
+    except FailureGroup as group:
+        contract_world.run.record(case, response, group.exceptions)
+        if not KEEP_GOING:
+            raise
+    else:
+        contract_world.run.record(case, response, [])
+
+
+@pytest.mark.django_db
+def test_served_schema_is_the_one_checked(contract_world):
+    from django.test import Client
+
+    response = Client().get("/api/schema/?format=json", headers=contract_world.headers)
+    assert response.status_code == 200
+    assert json.loads(response.content) == API_SCHEMA
