@@ -18,6 +18,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from portal.actions.registry import (
@@ -174,15 +175,27 @@ def sweep_stuck_actions() -> dict[str, int]:
 
 
 def send_action_task(action_id: int, countdown: float = 0) -> None:
+    """Hand the Action to a worker; never wait on an unreachable broker.
+
+    The publish is bounded (settings: one quick retry, short socket timeouts, no result
+    backend), so a request answers promptly whatever the state of Redis. A send that fails
+    leaves the committed row for the sweeper, marked so it is sent on the sweeper's next run
+    after the broker is back rather than only once the row looks lost.
+    """
     from portal.tasks import run_action as run_action_task
 
     if settings.CELERY_TASK_ALWAYS_EAGER and countdown > 0:
         return  # in-process mode has no timer: the sweeper runs the retry when it is due
     try:
         run_action_task.apply_async((action_id,), countdown=countdown or None)
-    except Exception:
-        # The row is committed; the sweeper will send it once the broker is back.
-        logger.exception("could not send Action %s to the broker", action_id)
+    except Exception as error:
+        logger.warning(
+            "could not send Action %s to the broker (%s: %s); the sweeper will send it",
+            action_id,
+            type(error).__name__,
+            error,
+        )
+        _leave_for_the_sweeper(action_id)
 
 
 def retry_delay_seconds(attempt: int) -> float:
@@ -343,6 +356,22 @@ def _finish(
             )
         publish_action(action)
     return outcome
+
+
+def _leave_for_the_sweeper(action_id: int) -> None:
+    """Make an Action whose message never reached the broker due for the sweeper as soon as the
+    Action itself is due.
+
+    The sweeper re-sends a queued Action once `not_before` is ACTION_REQUEUE_AFTER_SECONDS old,
+    the margin a healthy backlog needs; this message is known to be lost, so it needs none.
+    """
+    try:
+        Action.objects.filter(pk=action_id, status=ActionStatus.QUEUED).update(
+            not_before=F("not_before") - timedelta(seconds=settings.ACTION_REQUEUE_AFTER_SECONDS)
+        )
+    except Exception:
+        # The row still recovers, only later: the sweeper finds it once it looks lost.
+        logger.exception("could not mark Action %s for the sweeper", action_id)
 
 
 def _mark_failed(action: Action, message: str, now) -> None:
