@@ -17,7 +17,7 @@ import uuid
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, InterfaceError, OperationalError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -104,20 +104,20 @@ def enqueue_action(
 def run_action(*, action_id: int, worker: str = "") -> str:
     """Carry out one Action if it is due and not already done. Returns what happened, in words."""
     claim_token = uuid.uuid4().hex
-    claimed = _claim(action_id, claim_token, worker)
+    claimed = _reconnecting_once(_claim, action_id, claim_token, worker)
     if isinstance(claimed, str):
         return claimed
     action, handler = claimed
     try:
         result = handler.function(action)
     except TransientActionError as error:
-        return _finish(action_id, claim_token, error=error, transient=True)
+        return _reconnecting_once(_finish, action_id, claim_token, error=error, transient=True)
     except PermanentActionError as error:
-        return _finish(action_id, claim_token, error=error, transient=False)
+        return _reconnecting_once(_finish, action_id, claim_token, error=error, transient=False)
     except Exception as error:
         logger.exception("Action %s (%s) failed", action_id, action.kind)
-        return _finish(action_id, claim_token, error=error, transient=False)
-    return _finish(action_id, claim_token, result=result)
+        return _reconnecting_once(_finish, action_id, claim_token, error=error, transient=False)
+    return _reconnecting_once(_finish, action_id, claim_token, result=result)
 
 
 def cancel_action(*, action: Action, cancelled_by, reason: str = "", via: str = "api") -> Action:
@@ -248,6 +248,24 @@ def _same_request_or_conflict(existing: Action, kind: str, target: str) -> Actio
     return existing
 
 
+def _reconnecting_once(step, *args, **kwargs):
+    """Run a claim or finish step; if the database connection was lost under it (a failover,
+    pg_terminate_backend), run it once more on a new connection.
+
+    Both steps are safe to repeat: each is one transaction that recognises its own earlier
+    commit by the claim token, so a commit whose acknowledgement was lost is not done twice.
+    Without this the message would be spent and the Action left to the sweeper's deadline.
+    """
+    try:
+        return step(*args, **kwargs)
+    except (OperationalError, InterfaceError):
+        if connection.in_atomic_block:
+            raise  # inside a caller's transaction: that transaction is lost, not ours to redo
+        logger.warning("database connection lost in %s; retrying once", step.__name__)
+        connection.close()
+        return step(*args, **kwargs)
+
+
 def _claim(action_id: int, claim_token: str, worker: str) -> tuple[Action, ActionHandler] | str:
     now = timezone.now()
     with transaction.atomic():
@@ -262,6 +280,9 @@ def _claim(action_id: int, claim_token: str, worker: str) -> tuple[Action, Actio
             and action.not_before - EARLY_DELIVERY_TOLERANCE > now
         ):
             return "skipped: not due yet"
+        if action.status == ActionStatus.RUNNING and action.claim_token == claim_token:
+            # This very claim committed before the connection was lost: carry on with it.
+            return action, get_action_handler(action.kind)
         if action.status == ActionStatus.RUNNING:
             if action.lease_expires_at and action.lease_expires_at > now:
                 return "skipped: running elsewhere"
@@ -314,6 +335,9 @@ def _finish(
     with transaction.atomic():
         action = Action.objects.select_for_update().get(pk=action_id)
         attempt = ActionAttempt.objects.get(action=action, claim_token=claim_token)
+        if attempt.finished_at is not None:
+            # This very finish committed before the connection was lost: it counts as it is.
+            return f"recorded: {attempt.outcome}"
         attempt.finished_at = now
         attempt.error = error_text
         if action.claim_token != claim_token or action.status != ActionStatus.RUNNING:

@@ -207,12 +207,20 @@ class Reply:
 
 
 def http(
-    method: str, url: str, token: str | None = None, payload=None, timeout: float = 30
+    method: str,
+    url: str,
+    token: str | None = None,
+    payload=None,
+    timeout: float = 30,
+    session_key: str | None = None,
 ) -> Reply:
-    """One request as a client would make it; the time includes connecting."""
+    """One request as a client would make it (token or browser session); the time includes
+    connecting."""
     data = json.dumps(payload).encode() if payload is not None else None
     request = urllib.request.Request(url, data=data, method=method)
     request.add_header("Accept", "application/json")
+    if session_key:
+        request.add_header("Cookie", f"sessionid={session_key}")
     if data is not None:
         request.add_header("Content-Type", "application/json")
     if token:
@@ -229,6 +237,19 @@ def http(
     except ValueError:
         body = raw.decode(errors="replace")
     return Reply(status, body, seconds)
+
+
+def session_cookie_for(user) -> str:
+    """A logged-in browser session, as the login form would have made it."""
+    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+    from django.contrib.sessions.backends.db import SessionStore
+
+    session = SessionStore()
+    session[SESSION_KEY] = str(user.pk)
+    session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+    session[HASH_SESSION_KEY] = user.get_session_auth_hash()
+    session.create()
+    return session.session_key
 
 
 def percentile(values: list[float], share: float) -> float:

@@ -51,9 +51,7 @@ def test_action_requests_answer_within_a_second_while_redis_is_down(
     private_redis.stop()
     replies = []
     for n in range(20):
-        replies.append(
-            http("POST", server.url + CANARY, operator_token, {"reason": f"outage {n}"})
-        )
+        replies.append(http("POST", server.url + CANARY, operator_token, {"reason": f"outage {n}"}))
         if replies[-1].seconds > 5:
             break  # main waited ~19 s per request: one is proof enough
     latencies = [reply.seconds for reply in replies]

@@ -16,7 +16,7 @@ import pytest
 from inventory.models import Node
 from jobs.services import request_drain
 from portal.models import Action, ActionAttempt, ActionStatus, Role
-from tests.chaos.support import http, tally, wait_for
+from tests.chaos.support import http, session_cookie_for, tally, wait_for
 from tests.jobs import slurm_cluster
 
 pytestmark = [
@@ -144,19 +144,6 @@ def test_worker_sigkilled_during_a_drain_drains_exactly_once(
     assert scontrol_updates(second.log(), "gpu013") == 1
     result = tally("worker SIGKILLed during a drain", [action.pk])
     assert (result.done, result.lost, result.done_twice) == (1, 0, 0)
-
-
-def session_cookie_for(user) -> str:
-    """A logged-in browser session, as the login form would have made it."""
-    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
-    from django.contrib.sessions.backends.db import SessionStore
-
-    session = SessionStore()
-    session[SESSION_KEY] = str(user.pk)
-    session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
-    session[HASH_SESSION_KEY] = user.get_session_auth_hash()
-    session.create()
-    return session.session_key
 
 
 def dashboard_services(url: str, session_key: str) -> str:
