@@ -179,6 +179,13 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "socket_connect_timeout": env_float(ENV, "CELERY_BROKER_CONNECT_TIMEOUT", 1.0),
     "socket_timeout": env_float(ENV, "CELERY_BROKER_SOCKET_TIMEOUT", 5.0),
 }
+if REDIS_URL:
+    # The cache on the same Redis fails open (portal/cache.py) and waits as briefly.
+    CACHES["default"]["BACKEND"] = "portal.cache.FailOpenRedisCache"
+    CACHES["default"]["OPTIONS"] = {
+        "socket_connect_timeout": CELERY_BROKER_TRANSPORT_OPTIONS["socket_connect_timeout"],
+        "socket_timeout": CELERY_BROKER_TRANSPORT_OPTIONS["socket_connect_timeout"],
+    }
 # --- end of broker bounds ---
 CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_ROUTES = {
