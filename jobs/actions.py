@@ -19,6 +19,16 @@ logger = logging.getLogger(__name__)
 SLURM_ACTION_MAX_ATTEMPTS = 10
 
 
+def slurm_attempt_lease_seconds(action=None) -> float:
+    """How long one drain/resume attempt may hold its Action: two Slurm commands (check the
+    nodes, update them), each bounded by the driver's timeout, and a margin. After that a worker
+    killed mid-attempt is presumed dead and the sweeper hands the Action to another."""
+    from django.conf import settings
+
+    per_command = max(settings.SLURM_COMMAND_TIMEOUT, settings.SLURM_REST_TIMEOUT)
+    return 2 * per_command + 10
+
+
 def _call_slurm(operation, *args) -> None:
     try:
         operation(*args)
@@ -41,6 +51,7 @@ def _refresh_node_states() -> None:
 
 @register_action_handler(
     DRAIN_ACTION,
+    lease_seconds=slurm_attempt_lease_seconds,
     description="Drain nodes in Slurm with the reason given.",
     max_attempts=SLURM_ACTION_MAX_ATTEMPTS,
 )
@@ -53,6 +64,7 @@ def drain_nodes(action) -> dict:
 
 @register_action_handler(
     RESUME_ACTION,
+    lease_seconds=slurm_attempt_lease_seconds,
     description="Return drained nodes to service in Slurm.",
     max_attempts=SLURM_ACTION_MAX_ATTEMPTS,
 )

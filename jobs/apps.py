@@ -10,7 +10,10 @@ class JobsConfig(AppConfig):
             actions,  # noqa: F401 - registers the drain and resume handlers
             reservations,  # noqa: F401 - registers the reservation handler
         )
+        from jobs.health import check_slurm_controller
         from jobs.realtime import register_jobs_groups
+        from portal.health import register_readiness_check
 
         register_jobs_groups()
+        register_readiness_check("slurm", check_slurm_controller)
         register_node_panel("jobs/_node_slurm_panel.html")

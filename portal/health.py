@@ -47,11 +47,23 @@ def check_broker() -> str | None:
     return None
 
 
-READINESS_CHECKS: dict[str, Callable[[], str | None]] = {
+ReadinessCheck = Callable[[], str | None]
+
+READINESS_CHECKS: dict[str, ReadinessCheck] = {
     "database": check_database,
     "redis": check_redis,
     "broker": check_broker,
 }
+
+
+def register_readiness_check(name: str, check: ReadinessCheck) -> None:
+    """Add a dependency owned by an app (the jobs app adds the Slurm controller).
+
+    `check` returns None when the dependency answers, else a message saying what is
+    unreachable ("... unreachable: why"); it must answer within a few seconds, because the
+    dashboard and /readyz wait for it.
+    """
+    READINESS_CHECKS[name] = check
 
 
 def readiness() -> dict[str, str]:

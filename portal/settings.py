@@ -167,11 +167,32 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_RESULT_EXPIRES = 3600
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# --- Requests never wait on the broker (issue 13): the Action row is the outbox, so a send that
+# fails is left to the sweeper. No task result is read (the Action row is the result), so no
+# publish waits on the result backend (its reconnect loop held requests 16-19 s while Redis was
+# down); one quick retry covers a pooled connection that went stale, short socket timeouts
+# bound a Redis that does not answer.
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 1,
+    "interval_start": 0,
+    "interval_step": 0.1,
+    "interval_max": 0.1,
+}
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     # A message whose worker died unacknowledged goes back to the queue after this long.
     "visibility_timeout": env_int(ENV, "CELERY_VISIBILITY_TIMEOUT", 3600),
-    "socket_connect_timeout": 3,
+    "socket_connect_timeout": env_float(ENV, "CELERY_BROKER_CONNECT_TIMEOUT", 1.0),
+    "socket_timeout": env_float(ENV, "CELERY_BROKER_SOCKET_TIMEOUT", 5.0),
 }
+if REDIS_URL:
+    # The cache on the same Redis fails open (portal/cache.py) and waits as briefly.
+    CACHES["default"]["BACKEND"] = "portal.cache.FailOpenRedisCache"
+    CACHES["default"]["OPTIONS"] = {
+        "socket_connect_timeout": CELERY_BROKER_TRANSPORT_OPTIONS["socket_connect_timeout"],
+        "socket_timeout": CELERY_BROKER_TRANSPORT_OPTIONS["socket_connect_timeout"],
+    }
+# --- end of broker bounds ---
 CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_ROUTES = {
     "portal.tasks.run_action": {"queue": "actions"},

@@ -1,9 +1,15 @@
-"""Celery tasks of the portal app: thin wrappers that fetch by id and call a service."""
+"""Celery tasks of the portal app: thin wrappers that fetch by id and call a service.
+
+Neither returns a result anyone reads: the Action row is the result, so nothing is stored in
+(or waited for from) the result backend.
+"""
 
 from celery import shared_task
 
 
-@shared_task(name="portal.tasks.run_action", acks_late=True, reject_on_worker_lost=True)
+@shared_task(
+    name="portal.tasks.run_action", acks_late=True, reject_on_worker_lost=True, ignore_result=True
+)
 def run_action(action_id: int) -> str:
     from celery import current_task
 
@@ -13,7 +19,7 @@ def run_action(action_id: int) -> str:
     return run_action_service(action_id=action_id, worker=worker)
 
 
-@shared_task(name="portal.tasks.sweep_stuck_actions", acks_late=True)
+@shared_task(name="portal.tasks.sweep_stuck_actions", acks_late=True, ignore_result=True)
 def sweep_stuck_actions() -> dict:
     from portal.services.actions import sweep_stuck_actions as sweep
 

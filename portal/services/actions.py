@@ -17,7 +17,8 @@ import uuid
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, InterfaceError, OperationalError, connection, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from portal.actions.registry import (
@@ -103,20 +104,20 @@ def enqueue_action(
 def run_action(*, action_id: int, worker: str = "") -> str:
     """Carry out one Action if it is due and not already done. Returns what happened, in words."""
     claim_token = uuid.uuid4().hex
-    claimed = _claim(action_id, claim_token, worker)
+    claimed = _reconnecting_once(_claim, action_id, claim_token, worker)
     if isinstance(claimed, str):
         return claimed
     action, handler = claimed
     try:
         result = handler.function(action)
     except TransientActionError as error:
-        return _finish(action_id, claim_token, error=error, transient=True)
+        return _reconnecting_once(_finish, action_id, claim_token, error=error, transient=True)
     except PermanentActionError as error:
-        return _finish(action_id, claim_token, error=error, transient=False)
+        return _reconnecting_once(_finish, action_id, claim_token, error=error, transient=False)
     except Exception as error:
         logger.exception("Action %s (%s) failed", action_id, action.kind)
-        return _finish(action_id, claim_token, error=error, transient=False)
-    return _finish(action_id, claim_token, result=result)
+        return _reconnecting_once(_finish, action_id, claim_token, error=error, transient=False)
+    return _reconnecting_once(_finish, action_id, claim_token, result=result)
 
 
 def cancel_action(*, action: Action, cancelled_by, reason: str = "", via: str = "api") -> Action:
@@ -174,15 +175,27 @@ def sweep_stuck_actions() -> dict[str, int]:
 
 
 def send_action_task(action_id: int, countdown: float = 0) -> None:
+    """Hand the Action to a worker; never wait on an unreachable broker.
+
+    The publish is bounded (settings: one quick retry, short socket timeouts, no result
+    backend), so a request answers promptly whatever the state of Redis. A send that fails
+    leaves the committed row for the sweeper, marked so it is sent on the sweeper's next run
+    after the broker is back rather than only once the row looks lost.
+    """
     from portal.tasks import run_action as run_action_task
 
     if settings.CELERY_TASK_ALWAYS_EAGER and countdown > 0:
         return  # in-process mode has no timer: the sweeper runs the retry when it is due
     try:
         run_action_task.apply_async((action_id,), countdown=countdown or None)
-    except Exception:
-        # The row is committed; the sweeper will send it once the broker is back.
-        logger.exception("could not send Action %s to the broker", action_id)
+    except Exception as error:
+        logger.warning(
+            "could not send Action %s to the broker (%s: %s); the sweeper will send it",
+            action_id,
+            type(error).__name__,
+            error,
+        )
+        _leave_for_the_sweeper(action_id)
 
 
 def retry_delay_seconds(attempt: int) -> float:
@@ -235,6 +248,24 @@ def _same_request_or_conflict(existing: Action, kind: str, target: str) -> Actio
     return existing
 
 
+def _reconnecting_once(step, *args, **kwargs):
+    """Run a claim or finish step; if the database connection was lost under it (a failover,
+    pg_terminate_backend), run it once more on a new connection.
+
+    Both steps are safe to repeat: each is one transaction that recognises its own earlier
+    commit by the claim token, so a commit whose acknowledgement was lost is not done twice.
+    Without this the message would be spent and the Action left to the sweeper's deadline.
+    """
+    try:
+        return step(*args, **kwargs)
+    except (OperationalError, InterfaceError):
+        if connection.in_atomic_block:
+            raise  # inside a caller's transaction: that transaction is lost, not ours to redo
+        logger.warning("database connection lost in %s; retrying once", step.__name__)
+        connection.close()
+        return step(*args, **kwargs)
+
+
 def _claim(action_id: int, claim_token: str, worker: str) -> tuple[Action, ActionHandler] | str:
     now = timezone.now()
     with transaction.atomic():
@@ -249,6 +280,9 @@ def _claim(action_id: int, claim_token: str, worker: str) -> tuple[Action, Actio
             and action.not_before - EARLY_DELIVERY_TOLERANCE > now
         ):
             return "skipped: not due yet"
+        if action.status == ActionStatus.RUNNING and action.claim_token == claim_token:
+            # This very claim committed before the connection was lost: carry on with it.
+            return action, get_action_handler(action.kind)
         if action.status == ActionStatus.RUNNING:
             if action.lease_expires_at and action.lease_expires_at > now:
                 return "skipped: running elsewhere"
@@ -301,6 +335,9 @@ def _finish(
     with transaction.atomic():
         action = Action.objects.select_for_update().get(pk=action_id)
         attempt = ActionAttempt.objects.get(action=action, claim_token=claim_token)
+        if attempt.finished_at is not None:
+            # This very finish committed before the connection was lost: it counts as it is.
+            return f"recorded: {attempt.outcome}"
         attempt.finished_at = now
         attempt.error = error_text
         if action.claim_token != claim_token or action.status != ActionStatus.RUNNING:
@@ -343,6 +380,22 @@ def _finish(
             )
         publish_action(action)
     return outcome
+
+
+def _leave_for_the_sweeper(action_id: int) -> None:
+    """Make an Action whose message never reached the broker due for the sweeper as soon as the
+    Action itself is due.
+
+    The sweeper re-sends a queued Action once `not_before` is ACTION_REQUEUE_AFTER_SECONDS old,
+    the margin a healthy backlog needs; this message is known to be lost, so it needs none.
+    """
+    try:
+        Action.objects.filter(pk=action_id, status=ActionStatus.QUEUED).update(
+            not_before=F("not_before") - timedelta(seconds=settings.ACTION_REQUEUE_AFTER_SECONDS)
+        )
+    except Exception:
+        # The row still recovers, only later: the sweeper finds it once it looks lost.
+        logger.exception("could not mark Action %s for the sweeper", action_id)
 
 
 def _mark_failed(action: Action, message: str, now) -> None:

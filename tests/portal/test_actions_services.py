@@ -273,3 +273,46 @@ def test_embedded_mode_leaves_retries_to_the_sweeper(operator, settings, monkeyp
     assert applied == []
     action_services.send_action_task(41)
     assert applied == [(41,)]
+
+
+def test_a_send_the_broker_refused_is_due_at_the_next_sweep(operator, settings, monkeypatch):
+    """Issue 13: the request does not wait for the broker, and the sweeper does not wait for the
+    Action to look lost (ACTION_REQUEUE_AFTER_SECONDS) when its send is known to have failed."""
+    from kombu.exceptions import OperationalError
+
+    from portal import tasks
+
+    settings.ACTION_REQUEUE_AFTER_SECONDS = 120
+
+    def broker_down(args, **kwargs):
+        raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    monkeypatch.setattr(tasks.run_action, "apply_async", broker_down)
+    undelivered, _ = enqueue(operator=operator, target="broker down")
+    action_services.send_action_task(undelivered.pk)
+    with monkeypatch.context() as quiet:
+        quiet.setattr(tasks.run_action, "apply_async", lambda args, **kwargs: None)
+        delivered, _ = enqueue(operator=operator, target="broker up")
+        action_services.send_action_task(delivered.pk)
+        resent = []
+        quiet.setattr(
+            tasks.run_action, "apply_async", lambda args, **kwargs: resent.append(args[0])
+        )
+        assert sweep_stuck_actions()["requeued"] == 1
+    assert resent == [undelivered.pk]  # the delivered one is not flooded with copies
+
+
+def test_a_claim_that_committed_before_its_connection_dropped_is_carried_on(operator, sent):
+    """The worker repeats a claim whose commit it did not hear back; the row is already its."""
+    action, _ = enqueue(operator=operator)
+    claimed = action_services._claim(action.pk, "token-1", "worker1")
+    assert not isinstance(claimed, str)
+    again = action_services._claim(action.pk, "token-1", "worker1")
+    assert not isinstance(again, str) and again[0].attempts == 1
+    assert action_services._finish(action.pk, "token-1", result={"ok": True}) == "succeeded"
+    # ... and a finish repeated the same way keeps the first outcome.
+    assert action_services._finish(action.pk, "token-1", result={"ok": True}) == (
+        "recorded: succeeded"
+    )
+    action.refresh_from_db()
+    assert (action.status, action.attempts, action.attempt_log.count()) == ("succeeded", 1, 1)

@@ -53,7 +53,7 @@ def test_a_redelivered_task_does_not_run_a_succeeded_action_again(celery_worker_
             requested_by=make_user(Role.OPERATOR),
         )
     wait_for(lambda: status_of(action.pk) == ActionStatus.SUCCEEDED, 20, "the first run")
-    redelivered = run_action.apply_async((action.pk,))
+    redelivered = run_action.apply_async((action.pk,), ignore_result=False)  # read it here
     assert redelivered.get(timeout=20) == "skipped: already succeeded"
     action.refresh_from_db()
     assert action.attempts == 1
