@@ -95,9 +95,15 @@ def enqueue_action(
             note=f"requested: {reason}",
             via=via,
         )
-        # The task first: the worker can start while the browsers are being told.
-        transaction.on_commit(lambda: send_action_task(action.pk))
-        publish_action(action)
+        if settings.CELERY_TASK_ALWAYS_EAGER:
+            # In-process tasks (the embedded default) run to the end inside the send: "queued"
+            # must be published before it, or browsers hear queued after succeeded and keep it.
+            publish_action(action)
+            transaction.on_commit(lambda: send_action_task(action.pk))
+        else:
+            # The task first: the worker can start while the browsers are being told.
+            transaction.on_commit(lambda: send_action_task(action.pk))
+            publish_action(action)
     return action, True
 
 

@@ -261,6 +261,35 @@ def test_embedded_mode_runs_the_action_in_process_on_commit(
     assert action.attempt_log.get().worker  # the in-process "worker" is named too
 
 
+@pytest.mark.django_db(transaction=True)  # real commits: callbacks run in their real order
+def test_embedded_mode_publishes_queued_before_what_the_in_process_task_reports(
+    operator, settings, monkeypatch
+):
+    """In-process tasks finish inside the send: browsers must hear "queued" first, or the last
+    status they keep for a finished Action is "queued" (the dashboard's Recent Actions did)."""
+    import json
+
+    from portal.celery import app
+    from portal.realtime import events
+
+    heard = []
+    monkeypatch.setattr(
+        events,
+        "send_now",
+        lambda group, message: heard.append(json.loads(message["payload"])["status"])
+        if group == "actions"
+        else None,
+    )
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    app.conf.task_always_eager = True
+    try:
+        with transaction.atomic():
+            enqueue(operator=operator)
+    finally:
+        app.conf.task_always_eager = False
+    assert heard == ["queued", "running", "succeeded"]
+
+
 def test_embedded_mode_leaves_retries_to_the_sweeper(operator, settings, monkeypatch):
     """In-process mode has no timer for countdowns: a due retry is run by the periodic sweep."""
     settings.CELERY_TASK_ALWAYS_EAGER = True
