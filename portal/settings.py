@@ -138,32 +138,23 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             # Each web process is one member of a group however many websockets it serves
-            # (portal/realtime/fanout.py), so a group message costs one Redis delivery per
-            # process, not per browser. The core layer rather than the pub/sub one: it keeps a
-            # process's messages in Redis through a short disconnect (up to `expiry`) where
-            # pub/sub drops them, and channels-redis 4.3 does not call the pub/sub layer's
-            # documented on_disconnect hook, so nothing could tell clients to re-read.
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            # (portal/realtime/fanout.py): a broadcast to processes, which is what Redis pub/sub
+            # is. One PUBLISH per event and a push to each process, where the core layer
+            # (RedisChannelLayer) writes a sorted set per member and takes four round trips to
+            # receive each message: its p99 delay was 0.7-0.9 s against pub/sub's 0.17 s for
+            # 200 sockets at 100 events/s (bench/ws_fanout.py --soak). Pub/sub has no blocking
+            # pop to race redis-py 8's 5 s read timeout (which closed every idle socket), no
+            # group expiry and no dead members; it keeps nothing for a process that is briefly
+            # disconnected, so the fan-out's heartbeat notices the gap and has clients re-read.
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
             "CONFIG": {
                 "hosts": [
                     {
                         "address": REDIS_URL,
                         # redis-py 8 caps a pool at 100 connections and raises instead of waiting.
                         "max_connections": env_int(ENV, "CHANNEL_REDIS_MAX_CONNECTIONS", 2000),
-                        # Receiving is a BZPOPMIN that Redis answers after 5 s when nothing came
-                        # (RedisChannelLayer.brpop_timeout). redis-py 8 gives every read a 5 s
-                        # socket timeout by default, so each idle wait raised "Timeout reading"
-                        # first and took the websocket down with it. Reads may take longer than
-                        # the blocking pop; a Redis that stops answering is still noticed.
-                        "socket_timeout": 15,
                     }
                 ],
-                "capacity": 1500,
-                "expiry": 30,
-                # Each web process holds its membership of a group as a lease it renews
-                # (portal/realtime/fanout.py), so a process that died leaves its groups within
-                # this long instead of the default day, and one that lived longer keeps them.
-                "group_expiry": 300,
             },
         }
     }

@@ -43,12 +43,11 @@ SUBSCRIBE_FAILED_CLOSE_CODE = 1013
 
 class LiveEventsConsumer(AsyncJsonWebsocketConsumer):
     # Events reach a connection only through its process's fan-out (deliver()), never through a
-    # channel of its own. An alias with no layer configured gives the consumer none, so a
-    # websocket makes no channel and keeps no blocking receive on the layer (Channels'
-    # get_channel_layer() returns None for it). Before, each connection awaited such a receive
-    # that never carried anything, and any error in it, such as a read timeout, closed the
-    # socket with 1011; cancelling it when a browser left could also drop a message in flight
-    # for the whole process.
+    # channel of its own. An alias with no layer configured gives the consumer none (Channels'
+    # get_channel_layer() returns None for it), so a websocket makes no channel and keeps no
+    # receive on the layer. Before, each connection awaited such a receive that never carried
+    # anything, and any error in it (redis-py 8's read timeout on the Redis layer's idle blocking
+    # pop, every 5 s) closed the socket with 1011.
     channel_layer_alias = "live-events-have-no-channel-per-connection"
 
     async def connect(self):
@@ -130,7 +129,7 @@ class LiveEventsConsumer(AsyncJsonWebsocketConsumer):
         await self.send_json({"type": "unsubscribed", "groups": groups})
 
     def feed_interrupted(self) -> None:
-        """Called by the fan-out when receiving from the channel layer failed: events may have
+        """Called by the fan-out when its feed from the channel layer broke: events may have
         been lost, so the client should reconnect and re-read."""
         if self.closing is None:
             self.closing = asyncio.ensure_future(self.close(code=FEED_INTERRUPTED_CLOSE_CODE))
