@@ -348,3 +348,32 @@ async def test_sockets_are_told_when_redis_goes_away_and_follow_again_once_it_is
             if second is not None:
                 await second.disconnect()
     assert resumed, "following never resumed after Redis came back"
+
+
+def test_the_first_event_after_a_redis_restart_is_published(private_redis, redis_channel_layer,
+                                                             settings):
+    """A Celery worker's pooled connection died with Redis; the next publish must not be lost
+    (the web process's heartbeat cannot notice a publisher's failure)."""
+    import copy
+
+    import redis
+
+    from portal.realtime.events import send_now
+
+    layers = copy.deepcopy(settings.CHANNEL_LAYERS)
+    layers["default"]["CONFIG"]["hosts"][0]["address"] = private_redis.url
+    settings.CHANNEL_LAYERS = layers
+
+    def published(number: int) -> bool:
+        subscriber = redis.Redis.from_url(private_redis.url).pubsub()
+        subscriber.subscribe("asgi__group__cluster")  # the pub/sub layer's name for the group
+        subscriber.get_message(timeout=2)  # the subscribe confirmation
+        send_now("cluster", {"type": "portal.event", "group": "cluster", "number": number})
+        message = subscriber.get_message(timeout=3)
+        subscriber.close()
+        return message is not None and message["type"] == "message"
+
+    assert published(1)
+    private_redis.stop()
+    private_redis.start()
+    assert published(2)
