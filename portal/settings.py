@@ -138,19 +138,25 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             # Each web process is one member of a group however many websockets it serves
-            # (portal/realtime/fanout.py), so a group message costs one Redis delivery per
-            # process, not per browser.
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            # (portal/realtime/fanout.py): a broadcast to processes, which is what Redis pub/sub
+            # is. One PUBLISH per event and a push to each process, where the core layer
+            # (RedisChannelLayer) writes a sorted set per member and takes four round trips to
+            # receive each message. 200 sockets at 100 events/s (bench/ws_fanout.py --soak),
+            # back to back on a shared 2-core machine: p99 105 ms vs 108-121 ms, max 135 vs
+            # 196-238 ms, server CPU 15% vs 21% of a core; under heavier load the core layer's
+            # p99 reached 0.7-0.9 s, pub/sub's 0.17 s. Pub/sub has no blocking pop to race
+            # redis-py 8's 5 s read timeout (which closed every idle socket), no group expiry
+            # and no dead members; it keeps nothing for a process that is briefly disconnected,
+            # so the fan-out's heartbeat notices the gap and has clients re-read.
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
             "CONFIG": {
-                # redis-py 8 caps a pool at 100 connections and raises instead of waiting.
                 "hosts": [
                     {
                         "address": REDIS_URL,
+                        # redis-py 8 caps a pool at 100 connections and raises instead of waiting.
                         "max_connections": env_int(ENV, "CHANNEL_REDIS_MAX_CONNECTIONS", 2000),
                     }
                 ],
-                "capacity": 1500,
-                "expiry": 30,
             },
         }
     }

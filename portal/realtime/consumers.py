@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
@@ -30,8 +31,25 @@ MAX_GROUPS_PER_CONNECTION = 500
 # one server process feed hundreds of clients (bench/ws_fanout.py); sparse events lose nothing.
 BATCH_WINDOW_SECONDS = 0.1
 
+logger = logging.getLogger(__name__)
+
+
+# A websocket close code that tells the client the server could not keep it informed and it
+# should reconnect (RFC 6455 registry: 1012 "service restart"); live.js then re-reads the page.
+FEED_INTERRUPTED_CLOSE_CODE = 1012
+# The channel layer could not take a subscription now (1013 "try again later").
+SUBSCRIBE_FAILED_CLOSE_CODE = 1013
+
 
 class LiveEventsConsumer(AsyncJsonWebsocketConsumer):
+    # Events reach a connection only through its process's fan-out (deliver()), never through a
+    # channel of its own. An alias with no layer configured gives the consumer none (Channels'
+    # get_channel_layer() returns None for it), so a websocket makes no channel and keeps no
+    # receive on the layer. Before, each connection awaited such a receive that never carried
+    # anything, and any error in it (redis-py 8's read timeout on the Redis layer's idle blocking
+    # pop, every 5 s) closed the socket with 1011.
+    channel_layer_alias = "live-events-have-no-channel-per-connection"
+
     async def connect(self):
         user = self.scope.get("user")
         if user is None or not user.is_authenticated or not user.is_active:
@@ -46,6 +64,7 @@ class LiveEventsConsumer(AsyncJsonWebsocketConsumer):
         self.groups_joined: set[str] = set()
         self.pending_events: list[str] = []
         self.batch_window: asyncio.Task | None = None
+        self.closing: asyncio.Task | None = None
         await self.accept()
         await self.send_json({"type": "hello", "user": user.get_username(), "role": self.role})
 
@@ -90,7 +109,12 @@ class LiveEventsConsumer(AsyncJsonWebsocketConsumer):
                 denied.append(group)
                 continue
             if await database_sync_to_async(can_subscribe)(self.user, group):
-                await local_fanout().join(group, self)
+                try:
+                    await local_fanout().join(group, self)
+                except Exception:
+                    logger.warning("live events: could not join %s", group, exc_info=True)
+                    await self.close(code=SUBSCRIBE_FAILED_CLOSE_CODE)
+                    return
                 self.groups_joined.add(group)
                 allowed.append(group)
             else:
@@ -104,10 +128,16 @@ class LiveEventsConsumer(AsyncJsonWebsocketConsumer):
                 self.groups_joined.discard(group)
         await self.send_json({"type": "unsubscribed", "groups": groups})
 
+    def feed_interrupted(self) -> None:
+        """Called by the fan-out when its feed from the channel layer broke: events may have
+        been lost, so the client should reconnect and re-read."""
+        if self.closing is None:
+            self.closing = asyncio.ensure_future(self.close(code=FEED_INTERRUPTED_CLOSE_CODE))
+
     def deliver(self, message: dict) -> None:
         """Called by the process's fan-out for each event of a group this connection follows:
         filter, then buffer; the batch window sends."""
-        if message["group"] not in self.groups_joined:
+        if message["group"] not in self.groups_joined or self.closing is not None:
             return
         tenant_ids = message.get("tenant_ids")
         if tenant_ids is not None:

@@ -16,6 +16,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from portal.realtime.access import is_valid_group_name
 
@@ -65,10 +66,20 @@ def send_now(group: str, message: dict) -> None:
             # demo); async_to_sync from a request thread runs the send there.
             async_to_sync(channel_layer.group_send)(group, message)
         else:
-            _publisher_loop().run(channel_layer.group_send(group, message))
+            _publish_through_redis(channel_layer, group, message)
     except Exception:
         # The change is committed; a lost push is repaired by the client's refresh on reconnect.
         logger.exception("could not publish %s to %s", message.get("event"), group)
+
+
+def _publish_through_redis(channel_layer, group: str, message: dict) -> None:
+    try:
+        _publisher_loop().run(channel_layer.group_send(group, message))
+    except RedisConnectionError:
+        # A pooled connection that died with a Redis restart fails once and is dropped; the
+        # retry connects afresh. Only a connection error (quick: refused or reset), never a
+        # timeout, so a Redis that is down costs a request no more than before.
+        _publisher_loop().run(channel_layer.group_send(group, message))
 
 
 class _PublisherLoop:

@@ -95,7 +95,7 @@ def test_redis_url_switches_broker_channel_layer_and_cache():
     )
     assert loaded["eager"] is False
     assert loaded["broker"] == "redis://127.0.0.1:6379/3"
-    assert loaded["layer"] == "channels_redis.core.RedisChannelLayer"
+    assert loaded["layer"] == "channels_redis.pubsub.RedisPubSubChannelLayer"
     assert loaded["cache"].endswith("RedisCache")
     assert loaded["hosts"] == ["portal.internal"]
 

@@ -38,8 +38,20 @@ async def next_event(communicator) -> dict:
     return pending.pop(0)
 
 
+_receiving: dict[str, asyncio.Future] = {}
+
+
 async def receive_within(channel: str, timeout: float):
-    return await asyncio.wait_for(get_channel_layer().receive(channel), timeout)
+    """The next message on `channel`, or TimeoutError. A receive that timed out is kept, not
+    cancelled: Redis pub/sub forgets a channel whose receive was cancelled."""
+    receiving = _receiving.pop(channel, None) or asyncio.ensure_future(
+        get_channel_layer().receive(channel)
+    )
+    done, _ = await asyncio.wait({receiving}, timeout=timeout)
+    if not done:
+        _receiving[channel] = receiving
+        raise TimeoutError
+    return receiving.result()
 
 
 async def run_in_transaction_while(check, publish_calls, *, fail: bool = False):
