@@ -127,3 +127,21 @@ def env_rate(environ: Mapping[str, str], name: str, default: str | None) -> str 
     if not count.isdigit() or int(count) < 1 or period not in RATE_PERIODS:
         raise ConfigurationError(f"{name}={raw!r} is not a rate such as 60/min, 5/s or 1000/day")
     return word
+
+
+def channel_layer_prefix(environ: Mapping[str, str], redis_url: str) -> str:
+    """The name prefix of the live-event channels on Redis.
+
+    Redis pub/sub channels belong to the server, not to a database number: two portals (or a
+    portal and its tests) on one Redis server with different databases in REDIS_URL would
+    otherwise hear each other's events. The default prefix names the database; CHANNEL_PREFIX
+    overrides it (two portals sharing one database number).
+    """
+    explicit = environ.get("CHANNEL_PREFIX", "").strip()
+    if explicit:
+        return explicit
+    from urllib.parse import parse_qs, urlsplit
+
+    parts = urlsplit(redis_url)
+    database = parse_qs(parts.query).get("db", [""])[0] or parts.path.strip("/") or "0"
+    return f"portal-db{database}"

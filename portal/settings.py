@@ -11,6 +11,7 @@ from pathlib import Path
 
 from portal.environment import (
     ConfigurationError,
+    channel_layer_prefix,
     database_config,
     env_bool,
     env_float,
@@ -157,6 +158,9 @@ if REDIS_URL:
                         "max_connections": env_int(ENV, "CHANNEL_REDIS_MAX_CONNECTIONS", 2000),
                     }
                 ],
+                # Pub/sub channels ignore the database number in REDIS_URL: the prefix keeps
+                # portals sharing a Redis server apart.
+                "prefix": channel_layer_prefix(ENV, REDIS_URL),
             },
         }
     }

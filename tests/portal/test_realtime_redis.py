@@ -21,6 +21,7 @@ from portal.models import Role
 from portal.realtime import publish
 from portal.services.accounts import api_token_create
 from tests.conftest import PortalServerProcess
+from tests.support import PrivateRedis
 
 SUBSCRIBED_SECONDS = 90
 # Bursts of events separated by idle gaps, several of them longer than the channel layer's
@@ -64,6 +65,49 @@ def test_an_idle_receive_waits_quietly_and_still_gets_the_next_message(redis_cha
             await layer.flush()  # this layer's own channels and connections
 
     assert async_to_sync(idle_then_one_message)() == {"type": "after.silence"}
+
+
+def test_portals_on_other_redis_databases_do_not_hear_each_others_events(redis_channel_layer):
+    """Redis pub/sub ignores the database number: the layer's prefix must keep a portal whose
+    REDIS_URL names another database (a second portal, or tests beside a demo) apart."""
+    import subprocess
+    import sys
+
+    here_url = redis_channel_layer["CONFIG"]["hosts"][0]["address"]
+    elsewhere_url = here_url.rsplit("/", 1)[0] + "/15"
+    # The other portal's layer exactly as its settings build it.
+    elsewhere_entry = json.loads(
+        subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import json; from django.conf import settings; "
+                "print(json.dumps(settings.CHANNEL_LAYERS['default']))",
+            ],
+            env={**os.environ, "REDIS_URL": elsewhere_url},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    here, elsewhere = layer_from(redis_channel_layer), layer_from(elsewhere_entry)
+
+    async def publish_elsewhere_then_here():
+        channel = await here.new_channel()
+        await here.group_add("cluster", channel)
+        receiving = asyncio.ensure_future(here.receive(channel))
+        try:
+            await asyncio.sleep(0.2)  # the subscription is in place
+            await elsewhere.group_send("cluster", {"type": "portal.event", "from": "elsewhere"})
+            await asyncio.sleep(0.5)
+            await here.group_send("cluster", {"type": "portal.event", "from": "here"})
+            return await asyncio.wait_for(receiving, 5)
+        finally:
+            receiving.cancel()
+            await here.flush()
+            await elsewhere.flush()
+
+    assert async_to_sync(publish_elsewhere_then_here)()["from"] == "here"
 
 
 class SocketFollowers:
@@ -234,54 +278,9 @@ def test_a_process_keeps_its_groups_for_longer_than_the_membership_lease(
     ]
 
 
-class PrivateRedis:
-    """A redis-server of the test's own on a free port, to stop and start (never the shared one)."""
-
-    def __init__(self, directory):
-        import socket
-
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
-        self.directory = directory
-        self.process = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        import subprocess
-
-        import redis
-
-        self.process = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", str(self.directory)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        client = redis.Redis.from_url(self.url)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
-        client.close()
-
-    def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(10)
-
-
 @pytest.fixture
-def private_redis(tmp_path):
-    server = PrivateRedis(tmp_path)
+def private_redis():
+    server = PrivateRedis()
     server.start()
     yield server
     server.stop()
@@ -366,7 +365,8 @@ def test_the_first_event_after_a_redis_restart_is_published(private_redis, redis
 
     def published(number: int) -> bool:
         subscriber = redis.Redis.from_url(private_redis.url).pubsub()
-        subscriber.subscribe("asgi__group__cluster")  # the pub/sub layer's name for the group
+        # The pub/sub layer's name for the group.
+        subscriber.subscribe(f"{layers['default']['CONFIG']['prefix']}__group__cluster")
         subscriber.get_message(timeout=2)  # the subscribe confirmation
         send_now("cluster", {"type": "portal.event", "group": "cluster", "number": number})
         message = subscriber.get_message(timeout=3)
