@@ -8,7 +8,8 @@ import pytest
 
 from portal.models import Role
 from portal.services.accounts import api_token_create
-from tests.chaos.support import PrivateRedis, Stack
+from tests.chaos.support import Stack
+from tests.support import PrivateRedis
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -35,78 +34,6 @@ QUIET_BEATS = {
     "FABRIC_POLL_INTERVAL": "3600",
     "FABRIC_LLDP_INTERVAL": "3600",
 }
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def wait_for(predicate, timeout: float, message: str, poll: float = 0.2):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(poll)
-    raise AssertionError(f"timed out after {timeout}s waiting for {message}")
-
-
-class PrivateRedis:
-    """A redis-server of the test's own on a free port, stopped and started again on that port.
-
-    No persistence, like a Redis that lost its memory: messages queued when it stops are gone,
-    which is the harder case for the outbox (the sweeper must find them).
-    """
-
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.process: subprocess.Popen | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        self.process = subprocess.Popen(
-            [
-                shutil.which("redis-server"),
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ],
-            stdout=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        import redis
-
-        client = redis.Redis.from_url(self.url, socket_connect_timeout=0.5)
-        try:
-            wait_for(self._answers(client), 10, f"redis-server on port {self.port}", poll=0.05)
-        finally:
-            client.close()
-
-    @staticmethod
-    def _answers(client):
-        def ping() -> bool:
-            try:
-                return bool(client.ping())
-            except Exception:
-                return False
-
-        return ping
-
-    def stop(self) -> None:
-        """SIGKILL: the broker vanishes at once, as in a crash or a lost host."""
-        if self.process and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(timeout=10)
 
 
 class CeleryBeatProcess:

@@ -12,7 +12,8 @@ import pytest
 from django.db import connection
 
 from portal.models import Action, ActionStatus, Role
-from tests.chaos.support import http, session_cookie_for, tally, wait_for
+from tests.chaos.support import http, session_cookie_for, tally
+from tests.support import wait_for
 
 pytestmark = [pytest.mark.chaos, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 

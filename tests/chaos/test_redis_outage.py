@@ -13,7 +13,8 @@ import time
 import pytest
 
 from portal.models import Action, ActionStatus
-from tests.chaos.support import http, percentile, tally, wait_for
+from tests.chaos.support import http, percentile, tally
+from tests.support import wait_for
 
 pytestmark = [pytest.mark.chaos, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 

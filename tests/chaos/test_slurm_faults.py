@@ -16,8 +16,9 @@ import pytest
 from inventory.models import Node
 from jobs.services import request_drain
 from portal.models import Action, ActionAttempt, ActionStatus, Role
-from tests.chaos.support import http, session_cookie_for, tally, wait_for
+from tests.chaos.support import http, session_cookie_for, tally
 from tests.jobs import slurm_cluster
+from tests.support import wait_for
 
 pytestmark = [
     pytest.mark.chaos,

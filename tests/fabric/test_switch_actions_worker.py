@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
@@ -18,20 +17,11 @@ from tests.fabric.driver_contract import (
     write_credentials,
 )
 from tests.fabric.test_switch_actions import build_action_inventory, switch_url
+from tests.support import wait_for
 
 pytestmark = [pytest.mark.worker, pytest.mark.emulator, pytest.mark.django_db(transaction=True)]
 
 COMMAND_TIMEOUT_SECONDS = 1
-
-
-def wait_for(predicate, timeout: float, message: str, poll: float = 0.1):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(poll)
-    raise AssertionError(f"timed out after {timeout}s waiting for {message}")
 
 
 def finished(action_id: int, timeout: float = 30) -> Action:

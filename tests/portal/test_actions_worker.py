@@ -8,18 +8,9 @@ from django.db import transaction
 from portal.models import Action, ActionStatus, Role
 from portal.services import actions as action_services
 from portal.services.actions import enqueue_action, sweep_stuck_actions
+from tests.support import wait_for
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
-
-
-def wait_for(predicate, timeout: float, message: str, poll: float = 0.1):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(poll)
-    raise AssertionError(f"timed out after {timeout}s waiting for {message}")
 
 
 def status_of(action_id: int) -> str:

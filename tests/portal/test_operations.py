@@ -1,55 +1,23 @@
 """/healthz, /readyz (with a really stopped Redis), /metrics, the OpenAPI schema, task routes."""
 
 import io
-import shutil
-import socket
-import subprocess
-import time
 
 import pytest
 from django.core.management import call_command
 from django.test import Client
 
+from tests.support import PrivateRedis
+
 pytestmark = pytest.mark.django_db
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture
 def private_redis():
     """A Redis server of our own that the test may stop: the shared one stays up."""
-    port = free_port()
-    server = subprocess.Popen(
-        [
-            shutil.which("redis-server"),
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ],
-        stdout=subprocess.DEVNULL,
-    )
-    url = f"redis://127.0.0.1:{port}/0"
-    import redis
-
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            redis.Redis.from_url(url).ping()
-            break
-        except redis.ConnectionError:
-            time.sleep(0.05)
-    yield url, server
-    server.kill()
-    server.wait()
+    server = PrivateRedis()
+    server.start()
+    yield server
+    server.stop()
 
 
 def test_healthz_answers_without_touching_dependencies():
@@ -72,14 +40,13 @@ def test_readyz_is_ready_when_everything_answers(settings):
 def test_readyz_names_a_stopped_redis_with_503(settings, private_redis):
     from portal.celery import app
 
-    url, server = private_redis
+    url = private_redis.url
     settings.REDIS_URL = url
     original_broker = app.conf.broker_url
     app.conf.broker_url = url
     try:
         assert Client().get("/readyz").status_code == 200
-        server.kill()
-        server.wait()
+        private_redis.stop()
         response = Client().get("/readyz")
     finally:
         app.conf.broker_url = original_broker
