@@ -32,11 +32,13 @@ EMULATOR_LAB_MARKER = "spec.json"
 # What production always needs from the environment, besides what the chosen drivers need
 # (tests/portal/test_deployment.py checks each is set by docker-compose.yml or in .env.example).
 REQUIRED_IN_PRODUCTION = ("SECRET_KEY", "DATABASE_URL", "REDIS_URL", "SLURM_DRIVER")
-# What each real driver needs: one of these per driver must be usable.
-REQUIRED_BY_CLI_DRIVER = ("SLURM_CONF",)
-REQUIRED_BY_REST_DRIVER = ("SLURM_REST_URL", "SLURM_REST_TOKEN_FILE")
-REQUIRED_BY_SSH_DRIVER = ("FABRIC_CREDENTIALS_FILE", "FABRIC_KNOWN_HOSTS_FILE")
-
+# What each real driver needs (SLURM_CONF and SLURM_REST_TOKEN_FILE have alternatives: Slurm's
+# default slurm.conf, SLURM_REST_TOKEN; the checks below accept those too).
+REQUIRED_BY_DRIVER = {
+    CLI_SLURM_DRIVER: ("SLURM_CONF",),
+    REST_SLURM_DRIVER: ("SLURM_REST_URL", "SLURM_REST_TOKEN_FILE"),
+    "fabric.drivers.ssh.SonicSshDriver": ("FABRIC_CREDENTIALS_FILE", "FABRIC_KNOWN_HOSTS_FILE"),
+}
 
 def is_emulator_lab(credentials_file: str) -> bool:
     """The credentials store is the one the demo's SONiC emulator lab wrote (admin/emulator
