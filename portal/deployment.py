@@ -40,6 +40,7 @@ REQUIRED_BY_DRIVER = {
     "fabric.drivers.ssh.SonicSshDriver": ("FABRIC_CREDENTIALS_FILE", "FABRIC_KNOWN_HOSTS_FILE"),
 }
 
+
 def is_emulator_lab(credentials_file: str) -> bool:
     """The credentials store is the one the demo's SONiC emulator lab wrote (admin/emulator
     password for every switch), so whatever the driver, the switches it reaches are emulated."""
