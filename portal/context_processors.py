@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.urls import NoReverseMatch, reverse
+
+from portal.deployment import simulated_parts
 
 # (label, URL name, issue that brings the section): a section whose pages have not landed yet
 # is shown disabled rather than linking to a placeholder.
@@ -31,3 +34,16 @@ def navigation(request):
     user = getattr(request, "user", None)
     role = user.role if user is not None and user.is_authenticated else None
     return {"navigation": items, "user_role": role}
+
+
+def deployment(request):
+    """`simulated_parts`: what the header's demo banner names ("simulated cluster", "emulated
+    switches"); empty when every driver reaches the real thing."""
+    return {
+        "deployment": settings.DEPLOYMENT,
+        "simulated_parts": simulated_parts(
+            slurm_driver=settings.SLURM_DRIVER,
+            fabric_driver=settings.FABRIC_DRIVER,
+            fabric_credentials_file=str(settings.FABRIC_CREDENTIALS_FILE),
+        ),
+    }

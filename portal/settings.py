@@ -547,3 +547,20 @@ if env_bool(ENV, "CSP_REPORT_ONLY", False):
 else:
     CONTENT_SECURITY_POLICY = _content_security_policy
 # --- end of brakes and production security ------------------------------------------------------
+
+# --- Deployment kind (issue 18): DEPLOYMENT=production refuses simulated or emulated drivers and
+# missing driver settings, naming each variable (portal/deployment.py); in the demo (the default)
+# every page's header says what is simulated (portal/context_processors.py).
+from portal import deployment as _deployment  # noqa: E402
+
+DEPLOYMENT = ENV.get("DEPLOYMENT", _deployment.DEMO).strip() or _deployment.DEMO
+if DEPLOYMENT not in _deployment.DEPLOYMENTS:
+    raise ConfigurationError(
+        f"DEPLOYMENT={DEPLOYMENT!r}: use one of {', '.join(_deployment.DEPLOYMENTS)}"
+    )
+if DEPLOYMENT == _deployment.PRODUCTION:
+    _problems = _deployment.production_problems(ENV, globals())
+    if _problems:
+        raise ConfigurationError("DEPLOYMENT=production cannot start:\n  " + "\n  ".join(_problems))
+TEMPLATES[0]["OPTIONS"]["context_processors"].append("portal.context_processors.deployment")
+# --- end of deployment kind ---------------------------------------------------------------------

@@ -1,9 +1,18 @@
 """docker-compose.yml cannot run here (no Docker engine), so check it as a document."""
 
 import importlib
+import json
+import os
+import pwd
+import re
 import shutil
+import signal
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
+import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
@@ -48,3 +57,222 @@ def test_compose_takes_secrets_from_the_environment_not_the_file():
     assert "${POSTGRES_PASSWORD:?" in environment["DATABASE_URL"]
     assert "REQUIRE_SECRET_KEY" in environment
     assert "password:" not in text.lower().replace("postgres_password:", "")
+
+
+# --- The production shape (issue 18): compose, .env.example, the image and its entrypoint ---------
+PORTAL_SERVICES = ("migrate", "web", "worker", "beat")
+INTERPOLATION = re.compile(r"\$\{([A-Z0-9_]+)(?:(:?[-?])([^}]*))?\}")
+# Variables the settings do not read because something else does: compose itself (the host side
+# of mounts and secrets, the bundled PostgreSQL's password).
+COMPOSE_ONLY = {
+    "POSTGRES_PASSWORD",
+    "SLURM_CONF_HOST_FILE",
+    "MUNGE_KEY_HOST_FILE",
+    "FABRIC_CREDENTIALS_HOST_FILE",
+    "FABRIC_KNOWN_HOSTS_HOST_FILE",
+}
+# Imports the settings with os.environ replaced by a dict that records every name asked for.
+RECORD_READS = """
+import json, os, sys
+class RecordingEnviron(dict):
+    read = set()
+    def get(self, key, default=None):
+        self.read.add(key)
+        return super().get(key, default)
+    def __getitem__(self, key):
+        self.read.add(key)
+        return super().__getitem__(key)
+    def __contains__(self, key):
+        self.read.add(key)
+        return super().__contains__(key)
+os.environ = RecordingEnviron(os.environ)
+try:
+    import portal.settings
+except Exception as error:
+    print(f"{type(error).__name__}: {error}", file=sys.stderr)
+print(json.dumps(sorted(os.environ.read)))
+"""
+
+
+def interpolate(value: str) -> str:
+    """What compose substitutes: the default of ${NAME:-default}, a stand-in for ${NAME:?...}."""
+
+    def substitute(match: re.Match) -> str:
+        name, operator, word = match.groups()
+        return word if operator in (":-", "-") else f"compose-{name.lower()}"
+
+    return INTERPOLATION.sub(substitute, value)
+
+
+def compose_environment(service: str = "worker") -> dict[str, str]:
+    raw = load_compose()["services"][service]["environment"]
+    return {name: interpolate(str(value)) for name, value in raw.items()}
+
+
+def names_read_by_the_settings(environment: dict[str, str]) -> tuple[set[str], str]:
+    """The names the settings ask the environment for under `environment`, and what they raised.
+    Some are asked for only under another environment (REQUIRE_SECRET_KEY when SECRET_KEY is
+    unset, DATABASE_POOL_SIZE with PostgreSQL): callers take the union of a few."""
+    base = {name: os.environ[name] for name in ("PATH", "HOME", "LANG") if name in os.environ}
+    result = subprocess.run(
+        [sys.executable, "-c", RECORD_READS],
+        cwd=REPO,
+        env={**base, **environment},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    return set(json.loads(result.stdout.strip().splitlines()[-1])), result.stderr
+
+
+def env_example_names() -> set[str]:
+    """Names in .env.example, set or commented out (`# NAME=...` lines list an alternative)."""
+    text = (REPO / ".env.example").read_text()
+    return set(re.findall(r"^(?:# ?)?([A-Z][A-Z0-9_]+)=", text, re.M))
+
+
+def test_every_variable_compose_sets_is_read_by_the_settings():
+    environment = compose_environment()
+    read, error = names_read_by_the_settings(environment)
+    read_bare, _ = names_read_by_the_settings({})
+    assert set(environment) - read - read_bare == set(), "compose sets variables nothing reads"
+    # The compose environment is a production one the settings accept, but for the files it
+    # mounts (absent here): every refusal names one of them.
+    assert environment["DEPLOYMENT"] == "production"
+    problems = [line.strip() for line in error.splitlines()[1:] if line.strip()]
+    assert error.startswith("ConfigurationError: DEPLOYMENT=production cannot start"), error
+    for problem in problems:
+        assert problem.startswith(
+            ("SLURM_CONF:", "FABRIC_CREDENTIALS_FILE:", "FABRIC_KNOWN_HOSTS_FILE:")
+        ), problem
+
+
+def test_every_variable_production_requires_is_set_by_compose_or_listed_in_env_example():
+    from portal.deployment import REQUIRED_BY_DRIVER, REQUIRED_IN_PRODUCTION
+
+    environment = compose_environment()
+    required = {
+        *REQUIRED_IN_PRODUCTION,
+        *REQUIRED_BY_DRIVER[environment["SLURM_DRIVER"]],
+        *REQUIRED_BY_DRIVER[environment["FABRIC_DRIVER"]],
+    }
+    assert environment["SLURM_DRIVER"] == "jobs.drivers.cli.ScontrolDriver"
+    assert required - set(environment) - env_example_names() == set()
+    # Every real driver's needs are at least listed, for the systemd path and slurmrestd.
+    everything = {name for names in REQUIRED_BY_DRIVER.values() for name in names}
+    assert (everything | set(REQUIRED_IN_PRODUCTION)) - env_example_names() <= set(environment)
+
+
+def test_env_example_lists_what_compose_interpolates_and_nothing_unread():
+    compose_text = (REPO / "docker-compose.yml").read_text()
+    interpolated = {match.group(1) for match in INTERPOLATION.finditer(compose_text)}
+    listed = env_example_names()
+    assert interpolated - listed == set(), "compose asks for variables .env.example omits"
+    assert interpolated >= COMPOSE_ONLY
+    read = names_read_by_the_settings({})[0] | names_read_by_the_settings(compose_environment())[0]
+    assert listed - read - COMPOSE_ONLY == set(), ".env.example lists variables nothing reads"
+
+
+def test_every_portal_container_is_production_with_slurm_conf_munge_and_fabric_secrets():
+    compose = load_compose()
+    for name in PORTAL_SERVICES:
+        service = compose["services"][name]
+        assert service["environment"]["DEPLOYMENT"] == "production", name
+        mounts = [interpolate(volume) for volume in service["volumes"]]
+        assert f"compose-slurm_conf_host_file:{service['environment']['SLURM_CONF']}:ro" in mounts
+        assert set(service["secrets"]) == {"munge.key", "fabric-credentials", "fabric-known-hosts"}
+        for variable in ("FABRIC_CREDENTIALS_FILE", "FABRIC_KNOWN_HOSTS_FILE"):
+            secret = service["environment"][variable].removeprefix("/run/secrets/")
+            assert secret in service["secrets"], f"{name}: {variable} is not a mounted secret"
+    assert set(compose["secrets"]) == {"munge.key", "fabric-credentials", "fabric-known-hosts"}
+    assert "beat-data:/app/var" in compose["services"]["beat"]["volumes"]
+
+
+def test_the_image_has_slurm_client_of_the_clusters_major_version_and_munge():
+    """Debian ships one Slurm per release: the image's release decides its slurm-client. This
+    machine runs the test cluster from Debian's packages, so on the same release the version the
+    image installs is the version `apt-cache policy` offers here, and must match slurmctld's."""
+    dockerfile = (REPO / "Dockerfile").read_text()
+    base = re.search(r"^FROM python:3\.11-slim-(\w+)$", dockerfile, re.M)
+    assert base, "the image's Debian release is not pinned"
+    assert re.search(r"apt-get install -y --no-install-recommends slurm-client munge", dockerfile)
+    assert 'ENTRYPOINT ["scripts/container-entrypoint"]' in dockerfile
+    os_release = Path("/etc/os-release").read_text()
+    assert f"VERSION_CODENAME={base.group(1)}" in os_release, "compare on the image's release"
+    policy = subprocess.run(
+        ["apt-cache", "policy", "slurm-client", "munge"], capture_output=True, text=True
+    ).stdout
+    candidate = re.search(r"slurm-client:\n.*\n\s+Candidate: (\d+\.\d+)", policy)
+    assert candidate and re.search(r"munge:\n.*\n\s+Candidate: \d", policy), policy
+    controller = subprocess.run(["slurmctld", "-V"], capture_output=True, text=True).stdout
+    assert controller.split()[1].startswith(candidate.group(1)), (controller, candidate.group(1))
+    assert candidate.group(1) == "22.05"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="munged is started as root, as in the container")
+def test_container_entrypoint_starts_munged_from_the_key_secret_then_drops_to_the_portal_user():
+    assert pwd.getpwnam("munge"), "the munge package's user"
+    # munged (as munge) must reach its files: pytest's own tmp_path is private to root.
+    with tempfile.TemporaryDirectory(prefix="portal-entrypoint-") as directory:
+        tmp_path = Path(directory)
+        tmp_path.chmod(0o755)
+        run_entrypoint_with_a_munge_key(tmp_path)
+
+
+def run_entrypoint_with_a_munge_key(tmp_path: Path):
+    key = tmp_path / "munge.key"
+    subprocess.run(["mungekey", "--create", f"--keyfile={key}"], check=True)
+    key.chmod(0o644)  # as a mounted secret may be: not munge's, not private
+    socket = tmp_path / "run" / "munge.socket"
+    state = tmp_path / "state"
+    environment = {
+        **os.environ,
+        "MUNGE_KEY_FILE": str(key),
+        "MUNGE_SOCKET": str(socket),
+        "MUNGE_STATE_DIR": str(state),
+        "PORTAL_USER": "nobody",
+    }
+    credential_round_trip = f"id -un && munge -n -S {socket} | unmunge -S {socket}"
+    try:
+        result = subprocess.run(
+            [REPO / "scripts" / "container-entrypoint", "sh", "-c", credential_round_trip],
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.splitlines()[0] == "nobody"
+        assert "STATUS:          Success (0)" in result.stdout
+        assert f"munged started on {socket}" in result.stderr
+        # A second container start finds the socket (as with the host's mounted) and starts none.
+        again = subprocess.run(
+            [REPO / "scripts" / "container-entrypoint", "sh", "-c", credential_round_trip],
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert again.returncode == 0 and "using the munge socket" in again.stderr
+    finally:
+        pid_file = state / "munged.pid"
+        if pid_file.exists():
+            os.kill(int(pid_file.read_text()), signal.SIGTERM)
+
+
+def test_container_entrypoint_without_munge_says_slurm_will_fail_and_still_runs(tmp_path):
+    result = subprocess.run(
+        [REPO / "scripts" / "container-entrypoint", "echo", "started"],
+        env={
+            **os.environ,
+            "MUNGE_KEY_FILE": str(tmp_path / "absent.key"),
+            "MUNGE_SOCKET": str(tmp_path / "absent.socket"),
+            "PORTAL_USER": "",
+        },
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 0 and result.stdout == "started\n"
+    assert "Slurm commands will fail" in result.stderr
