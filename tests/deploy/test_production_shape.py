@@ -202,8 +202,8 @@ def emulated_switches(transactional_db, tmp_path):
     fabric.stop()
 
 
-def production_environment(compose: dict, real_slurm, fabric, scratch: Path) -> dict[str, str]:
-    """The environment every portal service gets, mapped onto this machine."""
+def production_environment(service: dict, real_slurm, fabric, scratch: Path) -> dict[str, str]:
+    """The environment compose gives `service`, mapped onto this machine."""
     dotenv = {
         **read_dotenv(ENV_EXAMPLE),  # placeholders of whatever else the file requires
         "POSTGRES_PASSWORD": "not-used-the-test-database-has-its-own",
@@ -211,11 +211,7 @@ def production_environment(compose: dict, real_slurm, fabric, scratch: Path) -> 
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
         "CSRF_TRUSTED_ORIGINS": "http://127.0.0.1",
     }
-    environment = service_environment(compose["services"]["web"], dotenv)
-    for service in SERVICES:
-        assert service_environment(compose["services"][service], dotenv) == environment, (
-            f"{service} does not share web's environment"
-        )
+    environment = service_environment(service, dotenv)
     for name, value in PRODUCTION.items():
         if name in environment:
             assert environment[name] == value, f"docker-compose.yml sets {name}={environment[name]}"
@@ -276,7 +272,11 @@ def test_compose_services_drain_through_real_slurm_and_readiness_names_a_stopped
     compose = yaml.safe_load(COMPOSE_FILE.read_text())
     scratch = tmp_path / "container"
     (scratch / "app" / "var").mkdir(parents=True)
-    env = production_environment(compose, real_slurm, emulated_switches, scratch)
+    services = compose["services"]
+    envs = {
+        name: production_environment(services[name], real_slurm, emulated_switches, scratch)
+        for name in ("migrate", *SERVICES)
+    }
     node = real_slurm.node_names()[-1]
     Node.objects.bulk_create([Node(hostname=name) for name in real_slurm.node_names()])
     _, token = api_token_create(user=make_user(Role.OPERATOR), name="production-shape")
@@ -284,12 +284,11 @@ def test_compose_services_drain_through_real_slurm_and_readiness_names_a_stopped
 
     app.control.purge()  # the test Redis database may hold an earlier test's messages
     web_port = free_port()
-    services = compose["services"]
 
     migrate = subprocess.run(
-        service_argv(services["migrate"], env, scratch, web_port),
+        service_argv(services["migrate"], envs["migrate"], scratch, web_port),
         cwd=REPO_ROOT,
-        env=env,
+        env=envs["migrate"],
         capture_output=True,
         text=True,
         timeout=120,
@@ -298,7 +297,7 @@ def test_compose_services_drain_through_real_slurm_and_readiness_names_a_stopped
 
     processes = {
         name: ComposeProcess(
-            name, service_argv(services[name], env, scratch, web_port), env, tmp_path
+            name, service_argv(services[name], envs[name], scratch, web_port), envs[name], tmp_path
         )
         for name in SERVICES
     }
@@ -331,7 +330,7 @@ def test_compose_services_drain_through_real_slurm_and_readiness_names_a_stopped
         assert ready.status == 200, ready.body
         assert ready.body["checks"]["slurm"] == "ok"
         for name in ("web", "worker"):
-            check = healthcheck(services[name], env, web_port)
+            check = healthcheck(services[name], envs[name], web_port)
             assert check.returncode == 0, f"{name} health check: {check.stdout}{check.stderr}"
 
         # A drain through the API, with a token, reaches slurmctld through the worker's scontrol.
@@ -357,11 +356,11 @@ def test_compose_services_drain_through_real_slurm_and_readiness_names_a_stopped
             assert "slurm" in down.body["down"], down.body
             assert down.body["checks"]["slurm"].startswith("slurm controller unreachable")
             assert down.seconds < 6, down.seconds
-            assert healthcheck(services["web"], env, web_port).returncode != 0
+            assert healthcheck(services["web"], envs["web"], web_port).returncode != 0
             worker_health = subprocess.run(
                 ["python", "manage.py", "worker_health"],
                 cwd=REPO_ROOT,
-                env=env,
+                env=envs["worker"],
                 capture_output=True,
                 text=True,
                 timeout=60,
