@@ -6,8 +6,11 @@ class FabricConfig(AppConfig):
 
     def ready(self) -> None:
         from fabric import actions  # noqa: F401 - registers the switch Action handlers
+        from fabric.health import check_fabric_polls
         from fabric.realtime import register_fabric_groups
         from inventory.ui_panels import register_switch_panel
+        from portal.health import register_readiness_check
 
         register_fabric_groups()
+        register_readiness_check("fabric", check_fabric_polls)
         register_switch_panel("fabric/actions/_switch_panel.html")

@@ -292,6 +292,12 @@ FABRIC_RAIL_IMBALANCE_SAMPLES = env_int(ENV, "FABRIC_RAIL_IMBALANCE_SAMPLES", 3)
 # The "fabric" event carries every port's state and load up to this many ports (SAKURAONE:
 # 2,164, about 40 kB); above it only per-switch summaries.
 FABRIC_EVENT_MAX_PORTS = env_int(ENV, "FABRIC_EVENT_MAX_PORTS", 5000)
+# Readiness (fabric/health.py): a switch whose last answered poll is older than this is stale;
+# three polls missed by default, so one slow poll does not flap the health check.
+FABRIC_POLL_INTERVAL = env_float(ENV, "FABRIC_POLL_INTERVAL", 60.0)
+FABRIC_READINESS_STALE_SECONDS = env_float(
+    ENV, "FABRIC_READINESS_STALE_SECONDS", 3 * FABRIC_POLL_INTERVAL
+)
 # --- end fabric-monitor ------------------------------------------------------------------------
 
 # --- Actions (DESIGN.md section 3) --------------------------------------------------------------

@@ -34,6 +34,7 @@ def test_readyz_is_ready_when_everything_answers(settings):
         "redis": "ok",
         "broker": "ok",
         "slurm": "ok",  # the simulator: no controller to reach
+        "fabric": "not configured (no switches in the inventory)",
     }
 
 
