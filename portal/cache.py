@@ -8,6 +8,7 @@ raise: their callers must know.
 
 from __future__ import annotations
 
+import functools
 import logging
 
 from django.core.cache.backends.redis import RedisCache, RedisCacheClient
@@ -19,71 +20,39 @@ logger = logging.getLogger(__name__)
 REDIS_UNREACHABLE = (RedisConnectionError, RedisTimeoutError)
 
 
-def _warn(operation: str, error: Exception) -> None:
-    logger.warning("cache %s skipped, Redis unreachable: %s", operation, error)
+def _failing_open(method, answer_instead):
+    """`method`, answering `answer_instead(*its arguments)` while Redis is unreachable."""
+
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except REDIS_UNREACHABLE as error:
+            logger.warning("cache %s skipped, Redis unreachable: %s", method.__name__, error)
+            return answer_instead(*args, **kwargs)
+
+    return call
+
+
+def _nothing(*args, **kwargs):
+    return None
+
+
+def _not_done(*args, **kwargs):
+    return False
 
 
 class FailOpenRedisCacheClient(RedisCacheClient):
-    def add(self, key, value, timeout):
-        try:
-            return super().add(key, value, timeout)
-        except REDIS_UNREACHABLE as error:
-            _warn("add", error)
-            return False
-
-    def get(self, key, default):
-        try:
-            return super().get(key, default)
-        except REDIS_UNREACHABLE as error:
-            _warn("get", error)
-            return default
-
-    def set(self, key, value, timeout):
-        try:
-            super().set(key, value, timeout)
-        except REDIS_UNREACHABLE as error:
-            _warn("set", error)
-
-    def touch(self, key, timeout):
-        try:
-            return super().touch(key, timeout)
-        except REDIS_UNREACHABLE as error:
-            _warn("touch", error)
-            return False
-
-    def delete(self, key):
-        try:
-            return super().delete(key)
-        except REDIS_UNREACHABLE as error:
-            _warn("delete", error)
-            return False
-
-    def get_many(self, keys):
-        try:
-            return super().get_many(keys)
-        except REDIS_UNREACHABLE as error:
-            _warn("get_many", error)
-            return {}
-
-    def has_key(self, key):
-        try:
-            return super().has_key(key)
-        except REDIS_UNREACHABLE as error:
-            _warn("has_key", error)
-            return False
-
-    def set_many(self, data, timeout):
-        try:
-            return super().set_many(data, timeout)
-        except REDIS_UNREACHABLE as error:
-            _warn("set_many", error)
-            return list(data)
-
-    def delete_many(self, keys):
-        try:
-            return super().delete_many(keys)
-        except REDIS_UNREACHABLE as error:
-            _warn("delete_many", error)
+    add = _failing_open(RedisCacheClient.add, _not_done)
+    get = _failing_open(RedisCacheClient.get, lambda key, default: default)
+    set = _failing_open(RedisCacheClient.set, _nothing)
+    touch = _failing_open(RedisCacheClient.touch, _not_done)
+    delete = _failing_open(RedisCacheClient.delete, _not_done)
+    get_many = _failing_open(RedisCacheClient.get_many, lambda keys: {})
+    has_key = _failing_open(RedisCacheClient.has_key, _not_done)
+    # Django's contract: set_many returns the keys it could not store.
+    set_many = _failing_open(RedisCacheClient.set_many, lambda data, timeout: list(data))
+    delete_many = _failing_open(RedisCacheClient.delete_many, _nothing)
 
 
 class FailOpenRedisCache(RedisCache):

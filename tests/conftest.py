@@ -74,6 +74,18 @@ def fast_password_hashing(request, settings):
 
 
 @pytest.fixture
+def private_redis():
+    """A redis-server of the test's own (tests/support.py) that it may stop and start; the
+    shared Redis stays up."""
+    from tests.support import PrivateRedis
+
+    server = PrivateRedis()
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
 def tenant_a(db) -> Tenant:
     return Tenant.objects.create(
         name="Tenant A", slug="tenant-a", slurm_account="tenant-a", evpn_vni=10200

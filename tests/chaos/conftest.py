@@ -9,15 +9,6 @@ import pytest
 from portal.models import Role
 from portal.services.accounts import api_token_create
 from tests.chaos.support import Stack
-from tests.support import PrivateRedis
-
-
-@pytest.fixture
-def private_redis():
-    server = PrivateRedis()
-    server.start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture

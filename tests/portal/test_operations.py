@@ -6,18 +6,7 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 
-from tests.support import PrivateRedis
-
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def private_redis():
-    """A Redis server of our own that the test may stop: the shared one stays up."""
-    server = PrivateRedis()
-    server.start()
-    yield server
-    server.stop()
 
 
 def test_healthz_answers_without_touching_dependencies():

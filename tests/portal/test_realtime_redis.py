@@ -21,7 +21,6 @@ from portal.models import Role
 from portal.realtime import publish
 from portal.services.accounts import api_token_create
 from tests.conftest import PortalServerProcess
-from tests.support import PrivateRedis
 
 SUBSCRIBED_SECONDS = 90
 # Bursts of events separated by idle gaps, several of them longer than the channel layer's
@@ -276,14 +275,6 @@ def test_a_process_keeps_its_groups_for_longer_than_the_membership_lease(
     assert async_to_sync(follow_past_the_lease)() == [
         {"type": "portal.event", "group": "lease-test"}
     ]
-
-
-@pytest.fixture
-def private_redis():
-    server = PrivateRedis()
-    server.start()
-    yield server
-    server.stop()
 
 
 @pytest.mark.asyncio
