@@ -2,8 +2,10 @@
 
 from celery import shared_task
 
+from portal.periodic import NonOverlappingTask
 
-@shared_task(name="fabric.tasks.poll_fabric_counters", acks_late=True)
+
+@shared_task(name="fabric.tasks.poll_fabric_counters", base=NonOverlappingTask, acks_late=True)
 def poll_fabric_counters() -> dict:
     """Poll every switch's ports and counters once (beat: FABRIC_POLL_INTERVAL)."""
     from fabric.polling import poll_fabric
@@ -11,7 +13,7 @@ def poll_fabric_counters() -> dict:
     return poll_fabric().as_dict()
 
 
-@shared_task(name="fabric.tasks.reconcile_fabric_lldp", acks_late=True)
+@shared_task(name="fabric.tasks.reconcile_fabric_lldp", base=NonOverlappingTask, acks_late=True)
 def reconcile_fabric_lldp() -> dict:
     """Read LLDP from every switch and compare with the cables (beat: FABRIC_LLDP_INTERVAL)."""
     from fabric.lldp import collect_and_reconcile
@@ -26,7 +28,9 @@ def reconcile_fabric_lldp() -> dict:
     }
 
 
-@shared_task(name="fabric.tasks.check_running_jobs_rail_health", acks_late=True)
+@shared_task(
+    name="fabric.tasks.check_running_jobs_rail_health", base=NonOverlappingTask, acks_late=True
+)
 def check_running_jobs_rail_health() -> dict:
     """Rail imbalance of every running job (beat: with the counter poll)."""
     from fabric.rail_health import check_running_jobs

@@ -7,10 +7,14 @@ import logging
 
 from celery import shared_task
 
+from portal.periodic import NonOverlappingTask
+
 logger = logging.getLogger(__name__)
 
 
-@shared_task(name="jobs.tasks.sync_node_states", acks_late=True, ignore_result=True)
+@shared_task(
+    name="jobs.tasks.sync_node_states", base=NonOverlappingTask, acks_late=True, ignore_result=True
+)
 def sync_node_states() -> int:
     from jobs.drivers.base import SlurmUnavailable
     from jobs.sync import sync_node_states as sync
@@ -22,7 +26,9 @@ def sync_node_states() -> int:
         return 0
 
 
-@shared_task(name="jobs.tasks.sync_live_jobs", acks_late=True, ignore_result=True)
+@shared_task(
+    name="jobs.tasks.sync_live_jobs", base=NonOverlappingTask, acks_late=True, ignore_result=True
+)
 def sync_live_jobs() -> dict:
     from jobs.drivers.base import SlurmUnavailable
     from jobs.sync import sync_live_jobs as sync
@@ -35,7 +41,9 @@ def sync_live_jobs() -> dict:
     return {"created": result.created, "updated": result.updated, "left": result.left_queue}
 
 
-@shared_task(name="jobs.tasks.import_accounting", acks_late=True, ignore_result=True)
+@shared_task(
+    name="jobs.tasks.import_accounting", base=NonOverlappingTask, acks_late=True, ignore_result=True
+)
 def import_accounting() -> dict:
     from jobs.drivers.base import SlurmUnavailable
     from jobs.sync import import_accounting as run_import

@@ -66,8 +66,13 @@ def database_config(environ: Mapping[str, str], sqlite_path: str) -> dict:
         return {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": sqlite_path,
-            # The demo runs web, worker threads and simulators against one file.
-            "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE"},
+            # The demo runs web, the periodic task process and simulators against one file.
+            # WAL: a long write (a fabric poll's counters) does not block the pages' reads.
+            "OPTIONS": {
+                "timeout": 20,
+                "transaction_mode": "IMMEDIATE",
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            },
         }
     if not url.startswith(("postgres://", "postgresql://", "sqlite://")):
         raise ConfigurationError(

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from django.conf import settings
 from django.db.models import Count, QuerySet
 
-from portal.models import Action, APIToken, AuditEntry, Role, Tenant, User
+from portal.models import Action, APIToken, AuditEntry, PeriodicTaskState, Role, Tenant, User
 from portal.models.accounts import CLUSTER_WIDE_ROLES
 
 ROLE_NAMES = {role.value for role in Role}
@@ -59,3 +62,38 @@ def user_list(*, user) -> QuerySet[User]:
     if user.role != Role.ADMIN:
         return User.objects.filter(pk=user.pk)
     return User.objects.select_related("tenant").prefetch_related("groups")
+
+
+@dataclass(frozen=True)
+class PeriodicTaskRow:
+    """A beat schedule entry and how its runs go (portal/periodic.py), for the Services card."""
+
+    name: str
+    task: str
+    interval_seconds: float
+    state: PeriodicTaskState | None
+
+    @property
+    def behind(self) -> bool:
+        """The last run took longer than the interval, or a run was skipped since it started."""
+        if self.state is None:
+            return False
+        last = self.state.last_duration_seconds
+        return (last is not None and last > self.interval_seconds) or bool(
+            self.state.last_overrun_at
+            and self.state.last_started_at
+            and self.state.last_overrun_at >= self.state.last_started_at
+        )
+
+
+def periodic_task_list(*, user) -> list[PeriodicTaskRow]:
+    """Every scheduled task with its last run, overruns and skips; cluster-wide roles only
+    (how the portal's own work keeps up is operations data, not a tenant's)."""
+    if user.role not in CLUSTER_WIDE_ROLES:
+        return []
+    states = {state.task: state for state in PeriodicTaskState.objects.all()}
+    rows = [
+        PeriodicTaskRow(name, entry["task"], float(entry["schedule"]), states.get(entry["task"]))
+        for name, entry in settings.CELERY_BEAT_SCHEDULE.items()
+    ]
+    return sorted(rows, key=lambda row: (not row.behind, row.name))

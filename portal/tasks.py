@@ -6,6 +6,8 @@ Neither returns a result anyone reads: the Action row is the result, so nothing 
 
 from celery import shared_task
 
+from portal.periodic import NonOverlappingTask
+
 
 @shared_task(
     name="portal.tasks.run_action", acks_late=True, reject_on_worker_lost=True, ignore_result=True
@@ -19,7 +21,12 @@ def run_action(action_id: int) -> str:
     return run_action_service(action_id=action_id, worker=worker)
 
 
-@shared_task(name="portal.tasks.sweep_stuck_actions", acks_late=True, ignore_result=True)
+@shared_task(
+    name="portal.tasks.sweep_stuck_actions",
+    base=NonOverlappingTask,
+    acks_late=True,
+    ignore_result=True,
+)
 def sweep_stuck_actions() -> dict:
     from portal.services.actions import sweep_stuck_actions as sweep
 

@@ -47,6 +47,7 @@ class DashboardView(RoleRequiredMixin, TemplateView):
             recent_actions=selectors.action_list(user=user)[:10],
             tenants=selectors.tenant_list(user=user),
             readiness=readiness(),
+            periodic_tasks=selectors.periodic_task_list(user=user),
             grid=cluster_grid(user=user),
         )
         return context

@@ -1,6 +1,7 @@
 from portal.models.accounts import Role, Tenant, User
 from portal.models.actions import Action, ActionAttempt, ActionStatus
 from portal.models.audit import AuditEntry
+from portal.models.periodic import PeriodicTaskState
 from portal.models.tokens import APIToken
 
 __all__ = [
@@ -9,6 +10,7 @@ __all__ = [
     "ActionAttempt",
     "ActionStatus",
     "AuditEntry",
+    "PeriodicTaskState",
     "Role",
     "Tenant",
     "User",

@@ -56,7 +56,26 @@ def publish(
     transaction.on_commit(lambda: send_now(group, message), robust=True)
 
 
+_forward_lock = threading.Lock()
+_forward_connection = None
+
+
+def forward_events(connection) -> None:
+    """Send this process's events down `connection` (a multiprocessing pipe) instead of to a
+    channel layer: the embedded default's periodic task process (portal/scheduler.py) has no
+    layer that reaches a browser; the web process at the other end delivers them."""
+    global _forward_connection
+    _forward_connection = connection
+
+
 def send_now(group: str, message: dict) -> None:
+    if _forward_connection is not None:
+        try:
+            with _forward_lock:  # sends from several task threads must not interleave
+                _forward_connection.send((group, message))
+        except Exception:
+            logger.exception("could not forward %s to %s", message.get("event"), group)
+        return
     channel_layer = get_channel_layer()
     if channel_layer is None:
         return

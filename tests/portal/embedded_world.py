@@ -113,3 +113,28 @@ def describe() -> None:
         "foreign_token": _brief(APIToken.objects.filter(user__username="demo-admin").first()),
     }
     print(json.dumps(world))
+
+
+def fail_node(hostname: str, down: bool) -> None:
+    """Fail (or recover) a node in the demo's Slurm simulator, as a hardware fault would."""
+    from jobs.drivers.base import get_slurm_driver
+
+    driver = get_slurm_driver()
+    if down:
+        driver.fail_node(hostname)
+    else:
+        driver.recover_node(hostname)
+
+
+def periodic_runs() -> None:
+    """Which process ran each periodic task last, as JSON: {task: [host:pid, finished]}."""
+    from portal.models import PeriodicTaskState
+
+    print(
+        json.dumps(
+            {
+                state.task: [state.last_run_by, state.last_finished_at is not None]
+                for state in PeriodicTaskState.objects.all()
+            }
+        )
+    )

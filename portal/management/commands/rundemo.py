@@ -1,27 +1,18 @@
-"""Serve the portal for the demo: HTTP + websockets, and the periodic tasks in the same process.
+"""Serve the portal for the demo: HTTP + websockets, and in the embedded mode the periodic tasks.
 
-In the embedded mode (no REDIS_URL) the channel layer lives in this process's memory, so the
-periodic tasks must run here too for their events to reach browsers. With REDIS_URL set, the
-Makefile starts a real Celery worker and beat instead and this only serves.
+In the embedded mode (no REDIS_URL) there is no Celery beat or worker: this starts the periodic
+tasks in a child process (portal/scheduler.py) and hands the events it sends to the in-memory
+channel layer, which lives in this process. With REDIS_URL set, scripts/demo-run starts a real
+Celery worker and beat instead and this only serves.
 """
 
 import asyncio
 import logging
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
 logger = logging.getLogger(__name__)
-
-
-async def run_periodically(name: str, task, interval: float) -> None:
-    while True:
-        await asyncio.sleep(interval)
-        try:
-            await sync_to_async(task.apply, thread_sensitive=False)()
-        except Exception:
-            logger.exception("periodic task %s failed", name)
 
 
 class Command(BaseCommand):
@@ -35,20 +26,28 @@ class Command(BaseCommand):
         from daphne.server import Server
 
         from portal.asgi import application
-        from portal.celery import app
 
-        periodic_tasks = set()  # keep references: the loop holds tasks only weakly
+        periodic = []
 
         def start_periodic_tasks(*_args, **_kwargs):
             if not settings.CELERY_TASK_ALWAYS_EAGER:
                 return
-            app.loader.import_default_modules()  # autodiscovery of tasks is lazy
+            from channels.layers import get_channel_layer
+
+            from portal.scheduler import PeriodicProcess
+
             loop = asyncio.get_event_loop()
-            for name, entry in settings.CELERY_BEAT_SCHEDULE.items():
-                task = app.tasks[entry["task"]]
-                periodic_tasks.add(
-                    loop.create_task(run_periodically(name, task, float(entry["schedule"])))
+            layer = get_channel_layer()
+
+            def deliver(group: str, message: dict) -> None:
+                # From the relay thread onto the loop that owns the in-memory layer.
+                asyncio.run_coroutine_threadsafe(layer.group_send(group, message), loop).result(
+                    timeout=5
                 )
+
+            process = PeriodicProcess(deliver)
+            process.start()
+            periodic.append(process)
 
         endpoint = f"tcp:port={options['port']}:interface={options['host']}"
         self.stdout.write(f"Serving on http://{options['host']}:{options['port']}/")
@@ -58,3 +57,5 @@ class Command(BaseCommand):
             ready_callable=start_periodic_tasks,
             signal_handlers=True,
         ).run()
+        for process in periodic:
+            process.stop()
