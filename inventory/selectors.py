@@ -197,6 +197,18 @@ class FabricSummary:
     def uplinks(self, leaf_id: int) -> int:
         return sum(count for (leaf, _), count in self.links.items() if leaf == leaf_id)
 
+    def only_pod(self, pod: str) -> FabricSummary:
+        """The same fabric with one pod's leafs (and their links) only; spines stay."""
+        leafs = self.leafs_by_pod.get(pod, [])
+        ids = {leaf.id for leaf in leafs}
+        return FabricSummary(
+            {pod: leafs},
+            self.spines,
+            {pair: count for pair, count in self.links.items() if pair[0] in ids},
+            {leaf: nodes for leaf, nodes in self.nodes_per_leaf.items() if leaf in ids},
+            {pod: self.hostnames_by_pod.get(pod, [])},
+        )
+
 
 def fabric_summary() -> FabricSummary:
     """Counts for the topology picture in five queries, whatever the fleet's size."""
@@ -246,6 +258,8 @@ def fabric_summary() -> FabricSummary:
     hostnames_by_pod: dict[str, list[str]] = {}
     for hostname, pod in Node.objects.values_list("hostname", "pod__name").order_by("hostname"):
         hostnames_by_pod.setdefault(pod or "no pod", []).append(hostname)
+    # Pods in natural order (p2 before p10), as everywhere pods are listed.
+    leafs_by_pod = {pod: leafs_by_pod[pod] for pod in sorted(leafs_by_pod, key=natural_sort_key)}
     return FabricSummary(leafs_by_pod, spines, links, nodes_per_leaf, hostnames_by_pod)
 
 

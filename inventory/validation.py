@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import NamedTuple
 
 from inventory.models import NIC, Cable, CableStatus, LifecycleStatus, Pod, Switch, SwitchPort
+from inventory.revision import cached_by_revision
 
 ERROR = "error"
 WARNING = "warning"
@@ -445,3 +446,13 @@ def validate_topology(*, rules: set[str] | None = None) -> list[Violation]:
         violations,
         key=lambda v: (v.severity != ERROR, order.get(v.rule, len(order))),
     )
+
+
+def current_violations(*, rules: set[str] | None = None) -> list[Violation]:
+    """`validate_topology()` for the inventory as it is now, computed once per change of it
+    (inventory/revision.py) rather than once per page view: the pages and the API read this;
+    `manage.py validate_topology` always checks afresh."""
+    everything = cached_by_revision("validation", validate_topology)
+    if rules is None:
+        return everything
+    return [violation for violation in everything if violation.rule in rules]

@@ -27,7 +27,7 @@ from inventory.models import GPU, NIC, Allocation, Cable, Node, Pod, Rack, Switc
 from inventory.services import cable_create_on_rail, cable_update
 from inventory.topology.importer import import_topology
 from inventory.topology.spec import spec_from_yaml
-from inventory.validation import RULES, validate_topology
+from inventory.validation import RULES, current_violations
 from portal.api.mixins import AuditedModelMixin
 from portal.api.viewsets import SelectorQuerysetMixin
 from portal.errors import Conflict, InvalidInput
@@ -374,6 +374,6 @@ class TopologyValidationView(APIView):
                 raise InvalidInput(
                     {"rule": [f"unknown rule(s) {', '.join(unknown)}; known: {', '.join(RULES)}"]}
                 )
-        violations = [violation.as_dict() for violation in validate_topology(rules=rules)]
+        violations = [violation.as_dict() for violation in current_violations(rules=rules)]
         body = {"count": len(violations), "rules": RULES, "violations": violations}
         return Response(inventory_serializers.ValidationReportSerializer(body).data)

@@ -2,6 +2,7 @@ from inventory.models.allocation import Allocation
 from inventory.models.compute import GPU, GPUS_PER_NODE, NIC, RAILS, Node
 from inventory.models.imports import TopologyImportRun
 from inventory.models.network import Cable, CableStatus, Switch, SwitchPort
+from inventory.models.revision import InventoryRevision
 from inventory.models.topology import LifecycleStatus, Pod, Rack
 
 __all__ = [
@@ -12,6 +13,7 @@ __all__ = [
     "Allocation",
     "Cable",
     "CableStatus",
+    "InventoryRevision",
     "LifecycleStatus",
     "Node",
     "Pod",

@@ -30,6 +30,7 @@ from inventory.models import (
     SwitchPort,
     TopologyImportRun,
 )
+from inventory.revision import note_inventory_changed
 from inventory.topology.expand import expand_spec
 from inventory.topology.plan import End, Plan
 from inventory.topology.reading import SpecErrors
@@ -144,6 +145,7 @@ def _import(spec, scale, progress, dry_run, actor, via) -> ImportReport:
                 with connection.cursor() as cursor:
                     cursor.execute("SELECT pg_advisory_xact_lock(%s)", [IMPORT_LOCK_KEY])
             _Writer(plan, report, progress or _no_progress).run()
+            note_inventory_changed()  # bulk writes send no signals
             report.duration_s = time.monotonic() - started  # as recorded on the run's row
             if dry_run:
                 transaction.set_rollback(True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+from django.http import Http404
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.generic import TemplateView
@@ -12,7 +13,8 @@ from django.views.generic import TemplateView
 from inventory import selectors
 from inventory.forms import ValidationFilterForm
 from inventory.hostlist import compress_hostlist
-from inventory.validation import ERROR, RULES, validate_topology
+from inventory.revision import cached_by_revision
+from inventory.validation import ERROR, RULES, current_violations
 from inventory.views.base import InventoryPageMixin
 
 # Geometry of the picture, in SVG user units (the viewBox scales them to the screen).
@@ -71,7 +73,7 @@ class PlacedPod:
     leafs: list[PlacedSwitch]
 
 
-def fabric_picture(summary: selectors.FabricSummary) -> dict:
+def fabric_picture(summary: selectors.FabricSummary, usual: int | None = None) -> dict:
     """Place pods and their leafs above and below a row of spines, and every leaf-spine link.
 
     Two pods (SAKURAONE) become one pod above and one below the spines, so each row holds eight
@@ -113,7 +115,8 @@ def fabric_picture(summary: selectors.FabricSummary) -> dict:
         top = spine_y + SPINE_HEIGHT + TIER_GAP + row * (pod_height + TIER_GAP)
         placed_pods.append((_place_pod(summary, pod, leafs, pod_x, top, pod_width, False), False))
 
-    usual = Counter(summary.links.values()).most_common(1)[0][0] if summary.links else 0
+    if usual is None:
+        usual = Counter(summary.links.values()).most_common(1)[0][0] if summary.links else 0
     links = []
     for placed, is_above in placed_pods:
         for leaf in placed.leafs:
@@ -170,14 +173,67 @@ def _place_pod(summary, pod: str, leafs, x: int, top: int, pod_width: int, above
     )
 
 
+# More pods than this and the picture shows one pod at a time (at scale 20, forty pods made a
+# 650 KB page of 12,000 elements that no one could read), with a table of all pods beside it.
+POD_PICTURE_LIMIT = 4
+
+
+@dataclass(frozen=True)
+class PodRow:
+    name: str
+    leafs: int
+    nodes: int
+    uplinks: int
+    unusual_pairs: int  # leaf-spine pairs whose link count differs from the fabric's usual
+
+
+def pod_rows(summary: selectors.FabricSummary, usual: int) -> list[PodRow]:
+    rows = []
+    for pod, leafs in summary.leafs_by_pod.items():
+        pairs = [(leaf.id, spine.id) for leaf in leafs for spine in summary.spines]
+        rows.append(
+            PodRow(
+                pod,
+                len(leafs),
+                len(summary.hostnames_by_pod.get(pod, [])),
+                sum(summary.links.get(pair, 0) for pair in pairs),
+                sum(1 for pair in pairs if summary.links.get(pair, 0) != usual),
+            )
+        )
+    return rows
+
+
 class TopologyView(InventoryPageMixin, TemplateView):
     section = "topology"
     template_name = "inventory/topology.html"
 
-    def get_context_data(self, **kwargs):
-        context = super().get_context_data(**kwargs)
-        summary = selectors.fabric_summary()
-        picture = fabric_picture(summary)
+    def get(self, request, *args, **kwargs):
+        # Whole-fleet counts change only with the inventory: computed once per change.
+        summary = cached_by_revision("fabric-summary", selectors.fabric_summary)
+        pods = list(summary.leafs_by_pod)
+        usual = Counter(summary.links.values()).most_common(1)[0][0] if summary.links else 0
+        shown_pod, rows = None, []
+        if len(pods) > POD_PICTURE_LIMIT:
+            rows = pod_rows(summary, usual)
+            shown_pod = request.GET.get("pod") or next(
+                (row.name for row in rows if row.unusual_pairs), pods[0]
+            )
+            if shown_pod not in summary.leafs_by_pod:
+                raise Http404(f"No pod named {shown_pod!r} has leafs.")
+        context = self.get_context_data(
+            summary=summary,
+            fleet_leaf_count=sum(len(leafs) for leafs in summary.leafs_by_pod.values()),
+            fleet_link_count=sum(summary.links.values()),
+            pod_rows=rows,
+            shown_pod=shown_pod,
+            **self.picture_context(summary.only_pod(shown_pod) if shown_pod else summary, usual),
+            **kwargs,
+        )
+        return self.render_to_response(context)
+
+    @staticmethod
+    def picture_context(summary: selectors.FabricSummary, usual: int) -> dict:
+        picture = fabric_picture(summary, usual)
         picture["pod_hosts"] = {
             pod: (compress_hostlist(hostnames), len(hostnames))
             for pod, hostnames in summary.hostnames_by_pod.items()
@@ -192,15 +248,14 @@ class TopologyView(InventoryPageMixin, TemplateView):
             for leafs in summary.leafs_by_pod.values()
             for leaf in leafs
         ]
-        context.update(
-            summary=summary,
-            picture=picture,
-            matrix=matrix,
-            leaf_count=len(matrix),
-            spine_count=len(summary.spines),
-            link_count=sum(summary.links.values()),
-        )
-        return context
+        return {
+            "picture": picture,
+            "matrix": matrix,
+            "matrix_spines": summary.spines,
+            "leaf_count": len(matrix),
+            "spine_count": len(summary.spines),
+            "link_count": sum(summary.links.values()),
+        }
 
 
 # Which page a violation's object reference opens.
@@ -270,7 +325,7 @@ class ValidationView(InventoryPageMixin, TemplateView):
         rule = form.cleaned_data.get("rule") if valid else ""
         # The whole fleet is checked (five queries) so every rule's count shows beside the
         # filter; the rule filter only narrows what is listed.
-        everything = validate_topology() if valid else []
+        everything = current_violations() if valid else []
         shown = [violation for violation in everything if not rule or violation.rule == rule]
         error_count = sum(1 for violation in shown if violation.severity == ERROR)
         context = self.get_context_data(
