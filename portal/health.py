@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable
 
 from django.conf import settings
@@ -75,3 +77,26 @@ def readiness() -> dict[str, str]:
     if not settings.REDIS_URL:
         report["redis"] = report["broker"] = "not configured (embedded mode)"
     return report
+
+
+# What the dashboard and /metrics show may be this old: a page re-read on every live event (or a
+# scrape every few seconds) then asks each dependency at most once per interval, so a stopped
+# Slurm controller (scontrol ping waits up to its timeout) costs one render, not each of them.
+RECENT_READINESS_SECONDS = 5.0
+_recent: tuple[float, dict[str, str]] | None = None
+_recent_lock = threading.Lock()
+
+
+def recent_readiness(max_age: float = RECENT_READINESS_SECONDS) -> dict[str, str]:
+    """`readiness()` as checked at most `max_age` seconds ago in this process; /readyz, which a
+    load balancer acts on, always checks afresh."""
+    global _recent
+    with _recent_lock:  # concurrent renders wait for one check instead of each running theirs
+        if _recent is None or time.monotonic() - _recent[0] > max_age:
+            _recent = (time.monotonic(), readiness())
+        return dict(_recent[1])
+
+
+def forget_recent_readiness() -> None:
+    global _recent
+    _recent = None

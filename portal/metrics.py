@@ -39,7 +39,7 @@ class PortalStateCollector(Collector):
     """Read at scrape time so the numbers are current without a background job."""
 
     def collect(self):
-        from portal.health import readiness
+        from portal.health import recent_readiness
         from portal.models import ActionStatus
         from portal.selectors import action_counts_by_status
 
@@ -51,7 +51,7 @@ class PortalStateCollector(Collector):
         ready = GaugeMetricFamily(
             "portal_dependency_up", "1 when the dependency answers", labels=["dependency"]
         )
-        for name, state in readiness().items():
+        for name, state in recent_readiness().items():
             ready.add_metric([name], 0 if "unreachable" in state else 1)
         yield ready
 

@@ -14,7 +14,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from portal import selectors
 from portal.dashboard import cluster_grid
 from portal.errors import Conflict
-from portal.health import readiness
+from portal.health import readiness, recent_readiness
 from portal.metrics import register_portal_collector
 from portal.models import ActionStatus
 from portal.models.accounts import CLUSTER_WIDE_ROLES, Role
@@ -46,7 +46,7 @@ class DashboardView(RoleRequiredMixin, TemplateView):
             action_counts=[(status, counts.get(status, 0)) for status in ActionStatus.values],
             recent_actions=selectors.action_list(user=user)[:10],
             tenants=selectors.tenant_list(user=user),
-            readiness=readiness(),
+            readiness=recent_readiness(),
             periodic_tasks=selectors.periodic_task_list(user=user),
             grid=cluster_grid(user=user),
         )

@@ -62,6 +62,15 @@ def full_api_throttle_budgets():
 
 
 @pytest.fixture(autouse=True)
+def fresh_readiness():
+    """The dashboard's and /metrics' readiness is kept a few seconds per process
+    (portal/health.py): each test sees its own world's, not an earlier test's."""
+    from portal.health import forget_recent_readiness
+
+    forget_recent_readiness()
+
+
+@pytest.fixture(autouse=True)
 def fast_password_hashing(request, settings):
     """PBKDF2 at production strength costs a second per user on this machine; tests need none.
 

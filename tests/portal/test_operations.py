@@ -92,3 +92,32 @@ def test_every_celery_task_has_an_explicit_route(settings):
     assert unrouted == []
     scheduled = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
     assert scheduled <= set(ours)
+
+
+@pytest.mark.django_db
+def test_dashboard_and_metrics_ask_each_dependency_once_per_interval(client, make_user):
+    """A page re-read on every live event must not wait on a slow dependency each time;
+    /readyz still asks afresh."""
+    from portal import health
+
+    calls = []
+
+    def slow_dependency():
+        calls.append(1)
+        return "slow unreachable: timed out"
+
+    health.register_readiness_check("slow", slow_dependency)
+    try:
+        client.force_login(make_user("operator"))
+        for _ in range(3):
+            page = client.get("/").content.decode()
+        assert "slow unreachable" in page
+        client.get("/metrics")
+        assert len(calls) == 1
+        client.get("/readyz")
+        assert len(calls) == 2
+        health.forget_recent_readiness()
+        client.get("/")
+        assert len(calls) == 3
+    finally:
+        health.READINESS_CHECKS.pop("slow")
