@@ -19,6 +19,8 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
+from django.conf import settings
+
 from fabric.drivers.base import (
     BgpNeighbor,
     CounterSnapshot,
@@ -32,6 +34,7 @@ from fabric.drivers.base import (
     SwitchVersion,
 )
 from fabric.drivers.sonic_counters import port_counters_from_sai
+from fabric.drivers.sonic_qos import QosNotApplied, plan_qos, read_qos_tables
 from fabric.emulator import CommandInterpreter, NeighborSpec, Switch, SwitchSpec, connect_fabric
 from fabric.emulator.database import APPL_DB, CONFIG_DB, COUNTERS_DB
 from fabric.emulator.platform import ASIC_TYPE, CAGE_PORT_NAMES, HWSKU, PLATFORM, port_table
@@ -333,17 +336,32 @@ class EmulatedDriver(FabricDriver):
             self._run(f"sudo config interface {verb} {','.join(ports)}")
 
     def apply_qos_profile(self, profile: QosProfile, ports: Sequence[str] | None = None) -> None:
-        self._run(
-            f"sudo config ecn -profile AZURE_LOSSLESS -gmin {profile.ecn_min_bytes} "
-            f"-gmax {profile.ecn_max_bytes} -gdrop {profile.ecn_mark_probability_percent}"
-        )
+        """The SSH driver's plan (fabric/drivers/sonic_qos.py) through the same commands, on
+        the cabled ports when `ports` is None."""
         switch, _ = self._switch()
         targets = list(ports) if ports is not None else [
             name for name in switch.ports if switch.neighbor(name) is not None
+            and switch.db.hgetall(CONFIG_DB, f"PORT_QOS_MAP|{name}")
         ]
+        config, appl = read_qos_tables(self._read_tables)
+        plan = plan_qos(profile, config, appl, targets, settings.FABRIC_WRED_PROFILE)
+        if plan.problems:
+            raise QosNotApplied(self.target.hostname, plan.problems, changed=False)
+        for command in plan.ecn_commands:
+            self._run(command)
         for port in targets:
             for priority in profile.pfc_priorities:
                 self._run(f"sudo config interface pfc priority {port} {priority} on")
+        for command in (*plan.queue_commands, *plan.buffer_commands):
+            self._run(command)
+
+    def _read_tables(self, database: str, tables: Sequence[str]) -> dict[str, dict[str, str]]:
+        switch, lock = self._switch()
+        separator = "|" if database in (CONFIG_DB, "STATE_DB") else ":"
+        prefixes = tuple(f"{table}{separator}" for table in tables)
+        with lock:
+            return {key: value for key, value in switch.db.dump(database).items()
+                    if key.startswith(prefixes)}
 
     def save_config(self) -> None:
         self._run("sudo config save -y")

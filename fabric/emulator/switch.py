@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 
 from .bgp import BgpSession, summary_json
 from .database import APPL_DB, CONFIG_DB, COUNTERS_DB, STATE_DB, Database, Hash, MemoryDatabase
-from .defaults import initial_config
+from .defaults import BUFFER_PROFILES, initial_config
 from .platform import (
     DEBIAN_VERSION,
     HWSKU,
@@ -251,6 +251,7 @@ class Switch:
             self._admin[name] = entry.get("admin_status", "down") == "up"
             port_fields[name] = {f: entry[f] for f in _COPIED_PORT_FIELDS if f in entry}
         self._qos = _qos_view(config, self.ports)
+        self._publish_buffers(config)
         changed = [name for name in self.ports if self._update_oper(name)]
         self.db.hset_many(APPL_DB, {
             f"PORT_TABLE:{name}": {**port_fields[name], **self._oper_fields(name)}
@@ -264,6 +265,42 @@ class Switch:
             partner = self._partners.get(name)
             if partner and previous_admin.get(name) != self._admin[name]:
                 partner.switch._partner_changed(partner.port)
+
+    def _publish_buffers(self, config: dict[str, Hash]) -> None:
+        """buffermgrd's APPL_DB BUFFER_PROFILE_TABLE and BUFFER_PG_TABLE from CONFIG_DB.
+
+        Traditional model: CONFIG_DB's entries copied (sonic-swss cfgmgr/buffermgr.cpp,
+        doBufferTableTask). Dynamic model: a PG whose profile is NULL gets a calculated
+        profile named like getDynamicProfileName (cfgmgr/buffermgrdyn.cpp) that exists in
+        APPL_DB only.
+        """
+        dynamic = config.get("DEVICE_METADATA|localhost", {}).get("buffer_model") == "dynamic"
+        cables = config.get("CABLE_LENGTH|AZURE", {})
+        profiles: dict[str, Hash] = {
+            f"BUFFER_PROFILE_TABLE:{key.split('|', 1)[1]}": dict(fields)
+            for key, fields in config.items() if key.startswith("BUFFER_PROFILE|")
+        }
+        groups: dict[str, Hash] = {}
+        for key, fields in config.items():
+            if not key.startswith("BUFFER_PG|"):
+                continue
+            _, ports, ids = key.split("|")
+            for port in ports.split(","):
+                if port not in self.ports:
+                    continue
+                profile = fields.get("profile", "NULL")
+                if profile == "NULL" and dynamic:
+                    speed = config.get(f"PORT|{port}", {}).get("speed", str(self.ports[port].speed))
+                    profile = f"pg_lossless_{speed}_{cables.get(port, '5m')}_profile"
+                    template = BUFFER_PROFILES.get(profile,
+                                                   BUFFER_PROFILES["pg_lossless_800000_5m_profile"])
+                    profiles[f"BUFFER_PROFILE_TABLE:{profile}"] = dict(template)
+                groups[f"BUFFER_PG_TABLE:{port}:{ids}"] = {"profile": profile}
+        stale = [key for key in self.db.keys(APPL_DB, "BUFFER_P*")
+                 if key.startswith(("BUFFER_PG_TABLE:", "BUFFER_PROFILE_TABLE:"))]
+        if stale:
+            self.db.delete(APPL_DB, *stale)
+        self.db.hset_many(APPL_DB, {**profiles, **groups})
 
     # -- links -----------------------------------------------------------------------------
 

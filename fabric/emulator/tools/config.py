@@ -167,7 +167,8 @@ def _ecn(ctx: Context, values: dict) -> CommandResult:
 MMU = ClickCommand(
     "config mmu",
     (
-        Option(("-p",), "profile"),
+        # required=True since sonic-utilities 202311 (config/main.py, mmu(); #2775).
+        Option(("-p",), "profile", required=True),
         Option(("-a",), "alpha", kind="int", bounds=(-8, 8)),
         Option(("-s",), "staticth", kind="int"),
     ),
@@ -177,8 +178,7 @@ MMU = ClickCommand(
 
 def _mmu(ctx: Context, values: dict) -> CommandResult:
     """Runs `mmuconfig -p P [-a N] [-s N]`: -a wins over -s, neither changes nothing."""
-    # config passes str(p) on, so without -p mmuconfig really works on a profile "None".
-    profile = values["profile"] or "None"
+    profile = values["profile"]
     if values["alpha"] is not None:
         field, value = "dynamic_th", values["alpha"]
     elif values["staticth"] is not None:
