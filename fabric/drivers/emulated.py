@@ -34,6 +34,13 @@ from fabric.drivers.base import (
     SwitchVersion,
 )
 from fabric.drivers.sonic_counters import port_counters_from_sai
+from fabric.drivers.sonic_flex_counters import (
+    CAPABILITY_KEY,
+    ECN_MARKED_FIELD,
+    ENABLE_COMMAND,
+    FLEX_COUNTER_KEY,
+    ecn_counter_state,
+)
 from fabric.drivers.sonic_qos import QosNotApplied, plan_qos, read_qos_tables
 from fabric.emulator import CommandInterpreter, NeighborSpec, Switch, SwitchSpec, connect_fabric
 from fabric.emulator.database import APPL_DB, CONFIG_DB, COUNTERS_DB
@@ -279,13 +286,15 @@ class EmulatedDriver(FabricDriver):
                 ecn = {}
                 for queue in range(QUEUES_PER_PORT):
                     queue_oid = queue_oids.get(f"{name}:{queue}")
-                    if queue_oid:
-                        ecn[queue] = _int(db.hget(
-                            COUNTERS_DB, f"COUNTERS:{queue_oid}",
-                            "SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS",
-                        ))
+                    marked = queue_oid and db.hget(COUNTERS_DB, f"COUNTERS:{queue_oid}",
+                                                   ECN_MARKED_FIELD)
+                    if marked is not None and marked != "":
+                        ecn[queue] = _int(marked)
                 result.append(port_counters_from_sai(name, stats, ecn))
-        return CounterSnapshot(taken_at=taken_at, ports=tuple(result))
+            state = ecn_counter_state(db.hgetall(CONFIG_DB, FLEX_COUNTER_KEY),
+                                      db.hgetall("STATE_DB", CAPABILITY_KEY),
+                                      any(port.ecn_marked for port in result))
+        return CounterSnapshot(taken_at=taken_at, ports=tuple(result), ecn_counters=state)
 
     def lldp_neighbors(self) -> list[LldpNeighbor]:
         switch, lock = self._switch()
@@ -365,3 +374,10 @@ class EmulatedDriver(FabricDriver):
 
     def save_config(self) -> None:
         self._run("sudo config save -y")
+
+    def enable_ecn_counters(self) -> str:
+        self._run(ENABLE_COMMAND)
+        switch, lock = self._switch()
+        with lock:
+            return ecn_counter_state(switch.db.hgetall(CONFIG_DB, FLEX_COUNTER_KEY),
+                                     switch.db.hgetall("STATE_DB", CAPABILITY_KEY), False)

@@ -52,6 +52,13 @@ from fabric.drivers.base import (
     SwitchVersion,
 )
 from fabric.drivers.sonic_counters import port_counters_from_sai
+from fabric.drivers.sonic_flex_counters import (
+    CAPABILITY_KEY,
+    ECN_MARKED_FIELD,
+    ENABLE_COMMAND,
+    FLEX_COUNTER_KEY,
+    ecn_counter_state,
+)
 from fabric.drivers.sonic_qos import QosNotApplied, plan_qos, read_qos_tables, verify_qos
 
 logger = logging.getLogger(__name__)
@@ -67,6 +74,8 @@ WRITE_BATCH_SIZE = 16
 # shell (and the emulator) accepts; a 116-port storage switch needs 348 reads per poll.
 READ_BATCH_SIZE = 128
 _NATURAL = re.compile(r"(\d+)")
+# Read with the counter name maps, in the same round trip.
+ECN_COUNTER_READS = (("CONFIG_DB", FLEX_COUNTER_KEY), ("STATE_DB", CAPABILITY_KEY))
 
 
 class SwitchHostKeyRejected(FabricError):
@@ -164,8 +173,9 @@ class SonicSshDriver(FabricDriver):
         ]
 
     def counters(self) -> CounterSnapshot:
-        port_map, queue_map = self.db_hgetall_many(
-            [("COUNTERS_DB", "COUNTERS_PORT_NAME_MAP"), ("COUNTERS_DB", "COUNTERS_QUEUE_NAME_MAP")]
+        port_map, queue_map, flex_group, capability = self.db_hgetall_many(
+            [("COUNTERS_DB", "COUNTERS_PORT_NAME_MAP"), ("COUNTERS_DB", "COUNTERS_QUEUE_NAME_MAP"),
+             *ECN_COUNTER_READS]
         )
         taken_at = datetime.now(UTC)
         names = sorted(port_map, key=natural_key)
@@ -181,8 +191,11 @@ class SonicSshDriver(FabricDriver):
         port_stats, queue_stats = hashes[: len(names)], hashes[len(names) :]
         ecn_marked: dict[str, dict[int, int]] = {name: {} for name in names}
         for (name, queue, _), stats in zip(queue_oids, queue_stats, strict=True):
-            ecn_marked[name][queue] = _int(stats.get("SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS"))
+            if ECN_MARKED_FIELD in stats:  # absent while the switch does not collect it
+                ecn_marked[name][queue] = _int(stats[ECN_MARKED_FIELD])
         return CounterSnapshot(
+            ecn_counters=ecn_counter_state(flex_group, capability,
+                                           any(ecn_marked[name] for name in names)),
             taken_at=taken_at,
             ports=tuple(
                 port_counters_from_sai(name, stats, ecn_marked[name])
@@ -277,6 +290,14 @@ class SonicSshDriver(FabricDriver):
 
     def save_config(self) -> None:
         self.run_checked("sudo config save -y")
+
+    def enable_ecn_counters(self) -> str:
+        self.run_checked(ENABLE_COMMAND)
+        flex_group, capability = self.db_hgetall_many(ECN_COUNTER_READS)
+        if flex_group.get("FLEX_COUNTER_STATUS") != "enable":
+            raise SwitchCommandFailed(ENABLE_COMMAND, 0, f"{FLEX_COUNTER_KEY} is {flex_group} "
+                                                         "afterwards")
+        return ecn_counter_state(flex_group, capability, counted=False)
 
     def close(self) -> None:
         runner = _loop()

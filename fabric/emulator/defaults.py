@@ -68,6 +68,11 @@ CABLE_LENGTH = "5m"
 LOSSY_PG = "0"
 LOSSLESS_PGS = "3-4"
 
+# init_cfg.json.j2's FLEX_COUNTER_TABLE (sonic-buildimage files/build_templates): every group
+# but the WRED/ECN ones is enabled on a fresh image.
+FLEX_COUNTER_GROUPS = ("ACL", "PORT", "PORT_PHY_ATTR", "RIF", "QUEUE", "PFCWD", "PG_WATERMARK",
+                       "PG_DROP", "QUEUE_WATERMARK", "BUFFER_POOL_WATERMARK", "PORT_BUFFER_DROP")
+
 PORT_QOS_MAP = {
     "dscp_to_tc_map": "AZURE",
     "tc_to_queue_map": "AZURE",
@@ -148,6 +153,11 @@ def initial_config(
         # A platform template that binds every lossless PG to one profile of its own name.
         config[key("BUFFER_PROFILE", spec.lossless_buffer_profile)] = dict(
             BUFFER_PROFILES["pg_lossless_800000_5m_profile"])
+    for group in FLEX_COUNTER_GROUPS:
+        config[key("FLEX_COUNTER_TABLE", group)] = {"FLEX_COUNTER_STATUS": "enable"}
+    config[key("FLEX_COUNTER_TABLE", "ACL")]["POLL_INTERVAL"] = "10000"
+    if spec.ecn_queue_counters == "enabled":
+        config[key("FLEX_COUNTER_TABLE", "WRED_ECN_QUEUE")] = {"FLEX_COUNTER_STATUS": "enable"}
     config[key("CABLE_LENGTH", "AZURE")] = {
         name: CABLE_LENGTH for name, port in ports.items() if not port.is_management
     }

@@ -47,6 +47,8 @@ OperChangeCallback = Callable[[str, str, bool], None]
 _ZERO_PORT_COUNTERS = PortCounters().as_sai()
 _ZERO_QUEUE_COUNTERS = QueueCounters().as_sai()
 _ZERO_RATES = PortRates().as_rates_hash()
+_WRED_QUEUE_FIELDS = tuple(name for name in _ZERO_QUEUE_COUNTERS
+                           if name.startswith("SAI_QUEUE_STAT_WRED_"))
 _PORT_OID_BASE = 0x1000000000000
 _QUEUE_OID_BASE = 0x15000000000000
 _MAC = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
@@ -135,6 +137,7 @@ class Switch:
             for number, name in enumerate(self.ports)
         }
         self.saved_configs: dict[str, dict[str, Hash]] = {}
+        self._counting_ecn: bool | None = None
         self._boot()
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -196,6 +199,14 @@ class Switch:
         })
         for name in self._neighbors:
             self._publish_transceiver(name)
+        if self.spec.ecn_queue_counters != "unsupported":
+            # orchagent's initCounterCapabilities (sonic-swss portsorch.cpp, 202505+): what
+            # the ASIC can count, whether or not the group is enabled.
+            self.db.hset_many(STATE_DB, {
+                f"QUEUE_COUNTER_CAPABILITIES|WRED_ECN_QUEUE_{name}": {"isSupported": "true"}
+                for name in ("ECN_MARKED_PKT_COUNTER", "ECN_MARKED_BYTE_COUNTER",
+                             "WRED_DROPPED_PKT_COUNTER", "WRED_DROPPED_BYTE_COUNTER")
+            })
         self.db.hset(APPL_DB, "LLDP_LOC_CHASSIS", {
             "lldp_loc_chassis_id_subtype": _CHASSIS_MAC,
             "lldp_loc_chassis_id": self.base_mac,
@@ -252,6 +263,7 @@ class Switch:
             port_fields[name] = {f: entry[f] for f in _COPIED_PORT_FIELDS if f in entry}
         self._qos = _qos_view(config, self.ports)
         self._publish_buffers(config)
+        self._update_ecn_counting(config)
         changed = [name for name in self.ports if self._update_oper(name)]
         self.db.hset_many(APPL_DB, {
             f"PORT_TABLE:{name}": {**port_fields[name], **self._oper_fields(name)}
@@ -265,6 +277,27 @@ class Switch:
             partner = self._partners.get(name)
             if partner and previous_admin.get(name) != self._admin[name]:
                 partner.switch._partner_changed(partner.port)
+
+    def _update_ecn_counting(self, config: dict[str, Hash]) -> None:
+        """The WRED_ECN_QUEUE flex-counter group: while it is off, queue hashes carry no
+        SAI_QUEUE_STAT_WRED_* fields (fabric/drivers/sonic_flex_counters.py)."""
+        status = config.get("FLEX_COUNTER_TABLE|WRED_ECN_QUEUE", {}).get("FLEX_COUNTER_STATUS")
+        counting = status == "enable" and self.spec.ecn_queue_counters != "unsupported"
+        previous, self._counting_ecn = self._counting_ecn, counting
+        if previous is None or previous == counting:
+            return
+        for name in self.ports:
+            for queue, queue_oid in enumerate(self.queue_oids[name]):
+                key = f"COUNTERS:{queue_oid}"
+                if counting:
+                    self.db.hset(COUNTERS_DB, key, self.traffic.queue(name, queue).as_sai())
+                else:
+                    self.db.hdel(COUNTERS_DB, key, *_WRED_QUEUE_FIELDS)
+
+    def _queue_stats(self, stats: Hash) -> Hash:
+        if self._counting_ecn:
+            return stats
+        return {name: value for name, value in stats.items() if name not in _WRED_QUEUE_FIELDS}
 
     def _publish_buffers(self, config: dict[str, Hash]) -> None:
         """buffermgrd's APPL_DB BUFFER_PROFILE_TABLE and BUFFER_PG_TABLE from CONFIG_DB.
@@ -513,7 +546,7 @@ class Switch:
             entries[f"COUNTERS:{oid}"] = _ZERO_PORT_COUNTERS
             entries[f"RATES:{oid}"] = _ZERO_RATES
             for queue_oid in self.queue_oids[name]:
-                entries[f"COUNTERS:{queue_oid}"] = _ZERO_QUEUE_COUNTERS
+                entries[f"COUNTERS:{queue_oid}"] = self._queue_stats(_ZERO_QUEUE_COUNTERS)
         self.db.hset_many(COUNTERS_DB, entries)
 
     def _write_counters(self) -> None:
@@ -529,7 +562,8 @@ class Switch:
             entries[f"COUNTERS:{oid}"] = self.traffic.counters(name).as_sai()
             entries[f"RATES:{oid}"] = self.traffic.rates(name).as_rates_hash()
             for queue, queue_oid in enumerate(self.queue_oids[name]):
-                entries[f"COUNTERS:{queue_oid}"] = self.traffic.queue(name, queue).as_sai()
+                entries[f"COUNTERS:{queue_oid}"] = self._queue_stats(
+                    self.traffic.queue(name, queue).as_sai())
         self.db.hset_many(COUNTERS_DB, entries)
         self._flowing = flowing
 

@@ -211,3 +211,17 @@ class SwitchSaveView(ConfirmActionView):
             switch=switch, reason=reason, requested_by=self.request.user, via="ui",
         )
         return action
+
+
+class SwitchEcnCountersView(ConfirmActionView):
+    heading = "Collect ECN-marked queue counters on {subject}"
+    explanation = ("Runs counterpoll wredqueue enable: the switch starts polling its queues' "
+                   "WRED/ECN statistics, and the portal shows ECN marks instead of "
+                   "\"not collected\". Traffic is not affected.")
+    button = "Enable ECN counters"
+
+    def enqueue(self, switch: Switch, reason: str) -> Action:
+        action, _ = services.request_enable_ecn_counters(
+            switch=switch, reason=reason, requested_by=self.request.user, via="ui",
+        )
+        return action
