@@ -41,7 +41,7 @@ from fabric.drivers.sonic_flex_counters import (
     FLEX_COUNTER_KEY,
     ecn_counter_state,
 )
-from fabric.drivers.sonic_qos import QosNotApplied, plan_qos, read_qos_tables
+from fabric.drivers.sonic_qos import QosNotApplied, plan_qos, read_qos_tables, verify_qos
 from fabric.emulator import CommandInterpreter, NeighborSpec, Switch, SwitchSpec, connect_fabric
 from fabric.emulator.database import APPL_DB, CONFIG_DB, COUNTERS_DB
 from fabric.emulator.platform import ASIC_TYPE, CAGE_PORT_NAMES, HWSKU, PLATFORM, port_table
@@ -358,11 +358,20 @@ class EmulatedDriver(FabricDriver):
             raise QosNotApplied(self.target.hostname, plan.problems, changed=False)
         for command in plan.ecn_commands:
             self._run(command)
+        wanted = {str(priority) for priority in profile.pfc_priorities}
         for port in targets:
-            for priority in profile.pfc_priorities:
+            text = config.get(f"PORT_QOS_MAP|{port}", {}).get("pfc_enable", "")
+            current = {p.strip() for p in text.split(",") if p.strip()}
+            for priority in sorted(wanted):
                 self._run(f"sudo config interface pfc priority {port} {priority} on")
+            for priority in sorted(current - wanted):
+                self._run(f"sudo config interface pfc priority {port} {priority} off")
         for command in (*plan.queue_commands, *plan.buffer_commands):
             self._run(command)
+        after, _ = read_qos_tables(self._read_tables)
+        problems = verify_qos(profile, plan, after, targets, settings.FABRIC_WRED_PROFILE)
+        if problems:
+            raise QosNotApplied(self.target.hostname, problems, changed=True)
 
     def _read_tables(self, database: str, tables: Sequence[str]) -> dict[str, dict[str, str]]:
         switch, lock = self._switch()

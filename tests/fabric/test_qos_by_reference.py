@@ -164,3 +164,27 @@ def test_dynamic_buffer_model_fails_naming_the_calculated_profile(qos_emulator, 
     assert "pg_lossless_800000_5m_profile in APPL_DB" in message
     assert "nothing was changed" in message
     assert qos_emulator.config_db("leaf03", "WRED_PROFILE|AZURE_LOSSLESS") == before
+
+
+# -- the Action --------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_qos_action_fails_naming_what_did_not_match(settings):
+    from fabric.actions import apply_qos
+    from fabric.drivers.emulated import build_emulated_fabric, reset_emulated_fabric
+    from fabric.services import request_apply_qos
+    from portal.actions.registry import PermanentActionError
+    from tests.fabric.test_switch_actions import build_action_inventory
+
+    inventory = build_action_inventory()
+    action, _ = request_apply_qos(switches=[inventory.leaf], scope="leaf01", reason="Table 15")
+    settings.FABRIC_DRIVER = "fabric.drivers.emulated.EmulatedDriver"
+    build_emulated_fabric([SwitchSpec(hostname="leaf01", buffer_model="dynamic", neighbors=[
+        NeighborSpec("Ethernet8", "gpu001", "mlx5_0")])])
+    try:
+        with pytest.raises(PermanentActionError, match=r"leaf01: QoS profile not in effect "
+                                                       r"\(nothing was changed\): Ethernet8\|3-4"):
+            apply_qos(action)
+    finally:
+        reset_emulated_fabric()
