@@ -356,8 +356,11 @@ class EmulatedDriver(FabricDriver):
         plan = plan_qos(profile, config, appl, targets, settings.FABRIC_WRED_PROFILE)
         if plan.problems:
             raise QosNotApplied(self.target.hostname, plan.problems, changed=False)
-        for command in plan.ecn_commands:
+        for command in (*plan.ecn_commands, *plan.binding_commands):
             self._run(command)
+        if plan.binding_commands:
+            # Binding a lossless PG turned PFC on for its priorities: start from what it left.
+            config, _ = read_qos_tables(self._read_tables)
         wanted = {str(priority) for priority in profile.pfc_priorities}
         for port in targets:
             text = config.get(f"PORT_QOS_MAP|{port}", {}).get("pfc_enable", "")

@@ -8,7 +8,8 @@ BufferMgr::doSpeedUpdateTask), many platform templates bind every lossless PG to
 `"{{ port_names }}|3-4": {"profile": "ingress_lossless_profile"}`), and with the dynamic buffer
 model a PG whose CONFIG_DB profile is `NULL` gets a profile that buffermgrd calculates and
 writes to APPL_DB only (cfgmgr/buffermgrdyn.cpp, getDynamicProfileName and
-updateBufferObjectToDb: `BUFFER_PG_TABLE:<port>:3-4` -> `BUFFER_PROFILE_TABLE:<name>`).
+updateBufferObjectToDb: `BUFFER_PG_TABLE:<port>:3-4` -> `BUFFER_PROFILE_TABLE:<name>`); such a
+PG gets a static profile with Table 15's values instead (`_static_replacements`).
 So the profiles to change are found through `BUFFER_PG|<port>|<pgs>` -> `profile` and
 `QUEUE|<port>|<queue>` -> `wred_profile`, never by name.
 
@@ -39,7 +40,9 @@ class QosNotApplied(FabricError):
 
     def __init__(self, hostname: str, problems: Sequence[str], changed: bool):
         when = "after applying" if changed else "nothing was changed"
-        super().__init__(f"{hostname}: QoS profile not in effect ({when}): " + "; ".join(problems))
+        # The Action's error names the switch (fabric/actions.py _talking_to).
+        super().__init__(f"QoS profile not in effect ({when}): " + "; ".join(problems))
+        self.hostname = hostname
         self.problems = list(problems)
         self.changed = changed
 
@@ -65,6 +68,9 @@ class QosPlan:
     bindings: list[BufferBinding] = field(default_factory=list)
     queue_commands: list[str] = field(default_factory=list)
     buffer_commands: list[str] = field(default_factory=list)
+    # Dynamic model: static profiles to create and bind before PFC is set (binding a lossless
+    # PG turns PFC on for its priorities: config/main.py adjust_pfc_enable).
+    binding_commands: list[str] = field(default_factory=list)
     ecn_commands: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
@@ -142,12 +148,6 @@ def lossless_bindings(config: Tables, appl: Tables, ports: Iterable[str],
             if name == "NULL" and dynamic:
                 applied = next((profile_reference(v.get("profile", "")) for i, _, v in
                                 appl_pgs.get(port, ()) if i == ids), "")
-                problems.append(
-                    f"{port}|{ids}: headroom is calculated by buffermgrd "
-                    f"({applied or 'no profile yet'} in APPL_DB BUFFER_PROFILE_TABLE) and cannot "
-                    "take fixed xoff/xon_offset; bind a static profile first (config interface "
-                    f"buffer priority-group lossless set {port} {ids} <profile>)"
-                )
                 bindings.append(BufferBinding(port, ids, applied, calculated=True))
                 continue
             if name not in config_profiles:
@@ -238,7 +238,9 @@ def plan_qos(profile: QosProfile, config: Tables, appl: Tables, ports: Sequence[
     bindings, problems = lossless_bindings(config, appl, ports, profile.pfc_priorities)
     plan.bindings = bindings
     plan.problems += problems
-    plan.buffer_profiles = sorted({b.profile for b in bindings if not b.calculated})
+    static = _static_replacements(profile, bindings, config, appl, plan)
+    plan.buffer_profiles = sorted({b.profile for b in bindings if not b.calculated}
+                                  | set(static.values()))
     plan.buffer_commands.append(f'sudo sonic-db-cli CONFIG_DB HSET "BUFFER_POOL|{LOSSLESS_POOL}" '
                                 f"xoff {profile.headroom_bytes}")
     dynamic_th = alpha_exponent(profile.shared_buffer_alpha)
@@ -250,6 +252,47 @@ def plan_qos(profile: QosProfile, config: Tables, appl: Tables, ports: Sequence[
             f"xoff {profile.pfc_xoff_bytes} xon_offset {profile.pfc_xon_offset_bytes}")
         plan.buffer_commands.append(f"sudo config mmu -p {name} -a {dynamic_th}")
     return plan
+
+
+def static_profile_name(profile: QosProfile, calculated: str) -> str:
+    """The static profile that replaces one buffermgrd calculated for the dynamic model."""
+    return f"{profile.name.lower()}_{calculated}"
+
+
+def _static_replacements(profile: QosProfile, bindings: list[BufferBinding], config: Tables,
+                         appl: Tables, plan: QosPlan) -> dict[str, str]:
+    """Dynamic model: a PG whose headroom buffermgrd calculates cannot take a fixed xoff, so
+    each calculated profile gets a static copy (its xon, Table 15's xoff and alpha) created
+    with `config buffer profile add|set` and bound with `config interface buffer
+    priority-group lossless set` (sonic-utilities config/main.py: add_profile/set_profile,
+    update_profile; set_pg, update_buffer_object)."""
+    replacements: dict[str, str] = {}
+    dynamic_th = alpha_exponent(profile.shared_buffer_alpha)
+    for binding in bindings:
+        if not binding.calculated:
+            continue
+        calculated = appl.get(f"BUFFER_PROFILE_TABLE:{binding.profile}", {})
+        if not binding.profile or not calculated.get("xon"):
+            plan.problems.append(
+                f"{binding.port}|{binding.priority_groups}: headroom is calculated by buffermgrd "
+                f"and APPL_DB has no profile for it yet ({binding.profile or 'no BUFFER_PG_TABLE'}"
+                " entry); retry once buffermgrd has run")
+            continue
+        name = static_profile_name(profile, binding.profile)
+        if binding.profile not in replacements:
+            replacements[binding.profile] = name
+            if f"BUFFER_PROFILE|{name}" in config:
+                plan.binding_commands.append(
+                    f"sudo config buffer profile set {name} --xoff {profile.pfc_xoff_bytes} "
+                    f"--dynamic_th {dynamic_th}")
+            else:
+                plan.binding_commands.append(
+                    f"sudo config buffer profile add {name} --xon {calculated['xon']} "
+                    f"--xoff {profile.pfc_xoff_bytes} --dynamic_th {dynamic_th}")
+        plan.binding_commands.append(
+            "sudo config interface buffer priority-group lossless set "
+            f"{binding.port} {binding.priority_groups} {name}")
+    return replacements
 
 
 def verify_qos(profile: QosProfile, plan: QosPlan, config: Tables, ports: Sequence[str],
@@ -276,7 +319,9 @@ def verify_qos(profile: QosProfile, plan: QosPlan, config: Tables, ports: Sequen
         problems += _differences(f"BUFFER_PROFILE|{name}",
                                  config.get(f"BUFFER_PROFILE|{name}", {}), wanted_buffer)
     bindings, binding_problems = lossless_bindings(config, {}, ports, profile.pfc_priorities)
-    problems += [p for p in binding_problems if "calculated by buffermgrd" not in p]
+    problems += binding_problems
+    problems += [f"{b.port}|{b.priority_groups}: headroom is still calculated by buffermgrd"
+                 for b in bindings if b.calculated]
     moved = sorted({f"{b.port}|{b.priority_groups} -> {b.profile}" for b in bindings
                     if b.profile not in plan.buffer_profiles and not b.calculated})
     if moved:

@@ -270,6 +270,10 @@ class SonicSshDriver(FabricDriver):
         if plan.problems:
             raise QosNotApplied(self.target.hostname, plan.problems, changed=False)
         self._run_chain(plan.ecn_commands, f"WRED profiles {', '.join(plan.wred_profiles)}")
+        self._run_chain(plan.binding_commands, "static lossless buffer profiles")
+        if plan.binding_commands:
+            # Binding a lossless PG turned PFC on for its priorities: start from what it left.
+            config, _ = read_qos_tables(self._read_tables)
         port_commands = []
         wanted = {str(priority) for priority in profile.pfc_priorities}
         for name in targets:

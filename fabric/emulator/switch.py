@@ -199,6 +199,12 @@ class Switch:
         })
         for name in self._neighbors:
             self._publish_transceiver(name)
+        # What orchagent reports of each port's buffer objects (read by the buffer CLI).
+        self.db.hset_many(STATE_DB, {
+            f"BUFFER_MAX_PARAM_TABLE|{name}": {"max_priority_groups": "8",
+                                               "max_queues": str(QUEUES_PER_PORT)}
+            for name in self.ports
+        })
         if self.spec.ecn_queue_counters != "unsupported":
             # orchagent's initCounterCapabilities (sonic-swss portsorch.cpp, 202505+): what
             # the ASIC can count, whether or not the group is enabled.

@@ -10,7 +10,6 @@ import pytest
 
 from fabric.drivers.base import SAKURAONE_ROCE_PROFILE, SwitchTarget, get_fabric_driver
 from fabric.drivers.sonic_qos import (
-    QosNotApplied,
     lossless_bindings,
     plan_qos,
     profile_reference,
@@ -155,15 +154,46 @@ def test_table_15_lands_in_the_profile_the_lossless_pgs_use(qos_emulator, ssh_dr
 
 
 @pytest.mark.emulator
-def test_dynamic_buffer_model_fails_naming_the_calculated_profile(qos_emulator, ssh_driver):
-    before = qos_emulator.config_db("leaf03", "WRED_PROFILE|AZURE_LOSSLESS")
-    with pytest.raises(QosNotApplied) as failure:
-        ssh_driver("leaf03").apply_qos_profile(PROFILE, ports=["Ethernet8"])
-    message = str(failure.value)
-    assert "Ethernet8|3-4: headroom is calculated by buffermgrd" in message
-    assert "pg_lossless_800000_5m_profile in APPL_DB" in message
-    assert "nothing was changed" in message
-    assert qos_emulator.config_db("leaf03", "WRED_PROFILE|AZURE_LOSSLESS") == before
+def test_dynamic_buffer_model_gets_a_static_profile_in_place_of_the_calculated_one(
+        qos_emulator, ssh_driver):
+    calculated = qos_emulator.appl_db("leaf03", "BUFFER_PG_TABLE:Ethernet8:3-4")["profile"]
+    assert calculated == "pg_lossless_800000_5m_profile"
+    ssh_driver("leaf03").apply_qos_profile(PROFILE, ports=["Ethernet8"])
+    static = "sakuraone_roce_pg_lossless_800000_5m_profile"
+    assert qos_emulator.config_db("leaf03", "BUFFER_PG|Ethernet8|3-4") == {"profile": static}
+    assert qos_emulator.appl_db("leaf03", "BUFFER_PG_TABLE:Ethernet8:3-4") == {"profile": static}
+    profile = qos_emulator.appl_db("leaf03", f"BUFFER_PROFILE_TABLE:{static}")
+    assert (profile["xoff"], profile["xon_offset"], profile["dynamic_th"], profile["xon"]) == (
+        "36570285", "18432", "0", "18796")  # xon kept from buffermgrd's calculation
+    # Binding the PG turned PFC on for 3-4 (adjust_pfc_enable); Table 15 wants 3 alone.
+    assert qos_emulator.config_db("leaf03", "PORT_QOS_MAP|Ethernet8")["pfc_enable"] == "3"
+    ssh_driver("leaf03").apply_qos_profile(PROFILE, ports=["Ethernet8"])  # again: `set`
+
+
+def test_dynamic_pg_without_a_calculated_profile_yet_is_named_before_any_write():
+    config = {"DEVICE_METADATA|localhost": {"buffer_model": "dynamic"},
+              "BUFFER_PG|Ethernet0|3-4": {"profile": "NULL"}, "WRED_PROFILE|AZURE_LOSSLESS": {}}
+    plan = plan_qos(PROFILE, config, {}, ["Ethernet0"], "AZURE_LOSSLESS")
+    assert plan.problems == [
+        "Ethernet0|3-4: headroom is calculated by buffermgrd and APPL_DB has no profile for it "
+        "yet (no BUFFER_PG_TABLE entry); retry once buffermgrd has run"]
+
+
+def test_buffer_cli_refuses_the_traditional_model_and_checks_profiles():
+    traditional = CommandInterpreter(Switch(TEMPLATE_LEAF)).execute(
+        "sudo config buffer profile add p --xon 1 --xoff 2")
+    assert traditional.exit_status == 2
+    assert traditional.stderr.endswith("Error: This command can only be supported on a system "
+                                       "with dynamic buffer enabled\n")
+    shell = CommandInterpreter(Switch(DYNAMIC_LEAF))
+    assert shell.execute("sudo config buffer profile add p --xoff 2").stderr.endswith(
+        "Error: Xon is mandatory for non-dynamic profile\n")
+    assert shell.execute("sudo config buffer profile add p --xon 100 --xoff 200").exit_status == 0
+    assert shell.execute("sudo config buffer profile add p --xon 100 --xoff 200").stderr.endswith(
+        "Error: Profile p already exist\n")
+    bad = shell.execute("sudo config interface buffer priority-group lossless set Ethernet8 5 p")
+    assert bad.exit_status == 2
+    assert bad.stderr.endswith("Error: Buffer priority group 5 doesn't exist\n")
 
 
 # -- the Action --------------------------------------------------------------------------------
@@ -180,11 +210,15 @@ def test_qos_action_fails_naming_what_did_not_match(settings):
     inventory = build_action_inventory()
     action, _ = request_apply_qos(switches=[inventory.leaf], scope="leaf01", reason="Table 15")
     settings.FABRIC_DRIVER = "fabric.drivers.emulated.EmulatedDriver"
-    build_emulated_fabric([SwitchSpec(hostname="leaf01", buffer_model="dynamic", neighbors=[
+    fabric = build_emulated_fabric([SwitchSpec(hostname="leaf01", neighbors=[
         NeighborSpec("Ethernet8", "gpu001", "mlx5_0")])])
+    fabric.switches["leaf01"].db.hset("CONFIG_DB", "QUEUE|Ethernet8|3",
+                                      {"wred_profile": "LOSSLESS_GONE"})
     try:
-        with pytest.raises(PermanentActionError, match=r"leaf01: QoS profile not in effect "
-                                                       r"\(nothing was changed\): Ethernet8\|3-4"):
+        with pytest.raises(PermanentActionError) as failure:
             apply_qos(action)
     finally:
         reset_emulated_fabric()
+    assert str(failure.value) == (
+        "leaf01: QoS profile not in effect (nothing was changed): WRED profile "
+        "'LOSSLESS_GONE' (queues Ethernet8|3) is not in CONFIG_DB WRED_PROFILE")

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from ..database import CONFIG_DB
 from ..switch import DEFAULT_CONFIG_FILE
+from .buffer import buffer, interface_buffer
 from .common import (
     Argument,
     ClickCommand,
@@ -244,7 +245,9 @@ config = ClickGroup("config", {
     "reload": click_command(RELOAD, _reload),
     "ecn": click_command(ECN, _ecn),
     "mmu": click_command(MMU, _mmu),
+    "buffer": buffer,
     "interface": ClickGroup("config interface", {
+        "buffer": interface_buffer,
         "startup": _set_admin_status("up"),
         "shutdown": _set_admin_status("down"),
         "pfc": ClickGroup("config interface pfc", {
