@@ -181,3 +181,22 @@ def test_api_and_page_say_not_collected_instead_of_zero(operator_api, client, ma
     text = page.content.decode()
     assert "not collected" in text
     assert f"/fabric/switches/{inventory.leaf.pk}/ecn-counters/" in text
+
+
+@pytest.mark.django_db
+def test_aggregates_leave_uncollected_ports_out_of_the_ecn_sum_and_count_them(make_user):
+    from fabric.models import PortCounterLatest
+    from fabric.selectors import switch_aggregates
+    from inventory.models import SwitchPort
+
+    inventory = build_action_inventory()
+    now = datetime.now(UTC)
+    for name, ecn in (("Ethernet0", None), ("Ethernet4", 5.0)):
+        port = SwitchPort.objects.get(switch=inventory.leaf, name=name)
+        PortCounterLatest.objects.create(port=port, sampled_at=now, oper_up=True,
+                                         in_bytes_per_second=1.0, out_bytes_per_second=1.0,
+                                         ecn_marked_per_second=ecn)
+    leaf = next(a for a in switch_aggregates(user=make_user(Role.OPERATOR))
+                if a.hostname == "leaf01")
+    assert (leaf.host_facing.ecn_marked_per_second,
+            leaf.host_facing.ecn_ports_not_collected) == (5.0, 1)
