@@ -19,6 +19,7 @@ drivers read the tables and run the commands.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -174,8 +175,6 @@ def wred_bindings(config: Tables, ports: Iterable[str], queues: Iterable[int]
 
 def alpha_exponent(alpha: float) -> int:
     """SONiC's dynamic_th is log2 of the shared-buffer alpha (alpha 1 -> 0), -8..8."""
-    import math
-
     exponent = math.log2(alpha) if alpha > 0 else float("nan")
     if not exponent.is_integer() or not -8 <= exponent <= 8:
         raise ValueError(f"shared buffer alpha {alpha} is not a power of two between 1/256 "
