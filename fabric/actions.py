@@ -22,8 +22,10 @@ from fabric.drivers.base import (
     get_fabric_driver,
 )
 from fabric.impact import blast_radius
+from fabric.models import SwitchPollState
 from fabric.services import (
     APPLY_QOS_ACTION,
+    ENABLE_ECN_COUNTERS_ACTION,
     LEAF_MAINTENANCE_ACTION,
     PORT_ADMIN_ACTION,
     SAVE_CONFIG_ACTION,
@@ -164,3 +166,16 @@ def save_config(action: Action) -> dict:
     with _talking_to(switch.hostname):
         driver.save_config()
     return {"switch": switch.hostname, "saved": True}
+
+
+@register_action_handler(ENABLE_ECN_COUNTERS_ACTION,
+                         description="Collect a switch's ECN-marked queue counters "
+                                     "(counterpoll wredqueue enable).")
+def enable_ecn_counters(action: Action) -> dict:
+    switch = _switch(action.parameters["switch_id"], action.parameters["switch"])
+    driver = _driver(switch)
+    with _talking_to(switch.hostname):
+        state = driver.enable_ecn_counters()
+    # Shown at once; the next poll confirms it from the counters themselves.
+    SwitchPollState.objects.filter(switch=switch).update(ecn_counters=state)
+    return {"switch": switch.hostname, "ecn_counters": state}

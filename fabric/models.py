@@ -11,6 +11,7 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
+from fabric.drivers.sonic_flex_counters import STATES as ECN_COUNTER_STATES
 from inventory.models import Switch, SwitchPort
 
 
@@ -30,7 +31,13 @@ class SwitchPollState(models.Model):
     in_bytes_per_second = models.FloatField(default=0)
     out_bytes_per_second = models.FloatField(default=0)
     pfc_pause_per_second = models.FloatField(default=0, help_text="PFC frames rx+tx per second")
-    ecn_marked_per_second = models.FloatField(default=0)
+    ecn_marked_per_second = models.FloatField(
+        null=True, blank=True, help_text="Null while the switch does not collect ECN marks")
+    ecn_counters = models.CharField(
+        max_length=16, blank=True, choices=[(state, state) for state in ECN_COUNTER_STATES],
+        help_text="Whether the switch collects ECN-marked queue counters (WRED_ECN_QUEUE flex "
+                  "counters); empty until polled",
+    )
     mean_utilization = models.FloatField(default=0, help_text="0..1 over oper-up ports")
     max_utilization = models.FloatField(default=0)
 
@@ -92,7 +99,8 @@ class PortCounterHistory(models.Model):
     out_bytes_per_second = models.FloatField(default=0)
     pfc_rx_per_second = models.FloatField(default=0, help_text="All priorities")
     pfc_tx_per_second = models.FloatField(default=0, help_text="All priorities")
-    ecn_marked_per_second = models.FloatField(default=0)
+    ecn_marked_per_second = models.FloatField(null=True, blank=True,
+                                              help_text="Null: not collected")
     utilization = models.FloatField(default=0)
     oper_up = models.BooleanField(default=False)
 

@@ -29,6 +29,7 @@ from fabric.drivers.base import (
     SwitchTarget,
     get_fabric_driver,
 )
+from fabric.drivers.sonic_flex_counters import COLLECTED as ECN_COLLECTED
 from fabric.models import PortCounterHistory, PortCounterLatest, SwitchPollState
 from fabric.targets import SwitchNotAddressable, switch_target
 from inventory.models import Switch, SwitchPort
@@ -128,7 +129,7 @@ class PortRates:
     out_bytes_per_second: float
     pfc_rx_rates: list[float]
     pfc_tx_rates: list[float]
-    ecn_marked_per_second: float
+    ecn_marked_per_second: float | None  # None: not collected at one of the two samples
     counter_reset: bool
 
 
@@ -157,7 +158,9 @@ def compute_rates(previous: Mapping, current: PortCounters, seconds: float) -> P
     out_rate = rate(previous["out_octets"], current.out_octets)
     pfc_rx = rates(previous["pfc_rx"], _as_list(current.pfc_rx))
     pfc_tx = rates(previous["pfc_tx"], _as_list(current.pfc_tx))
-    ecn = sum(rates(previous["ecn_marked"], _as_list(current.ecn_marked)))
+    ecn = None
+    if previous["ecn_marked"] and current.ecn_marked:
+        ecn = sum(rates(previous["ecn_marked"], _as_list(current.ecn_marked)))
     return PortRates(in_rate, out_rate, pfc_rx, pfc_tx, ecn, reset)
 
 
@@ -331,7 +334,9 @@ def store_readings(
         state.in_bytes_per_second = totals["in"]
         state.out_bytes_per_second = totals["out"]
         state.pfc_pause_per_second = totals["pfc"]
-        state.ecn_marked_per_second = totals["ecn"]
+        state.ecn_counters = reading.snapshot.ecn_counters
+        state.ecn_marked_per_second = (totals["ecn"] if state.ecn_counters == ECN_COLLECTED
+                                       else None)
         state.mean_utilization = sum(utilizations) / len(utilizations) if utilizations else 0.0
         state.max_utilization = max(utilizations, default=0.0)
         states[switch.pk] = state
@@ -489,7 +494,8 @@ def latest_row(
         "out_discards": counters.out_discards,
         "pfc_rx": _as_list(counters.pfc_rx),
         "pfc_tx": _as_list(counters.pfc_tx),
-        "ecn_marked": _as_list(counters.ecn_marked),
+        # Empty while the switch does not collect ECN marks: not a row of zeros.
+        "ecn_marked": _as_list(counters.ecn_marked) if counters.ecn_marked else [],
         "interval_seconds": None,
         "in_bytes_per_second": None,
         "out_bytes_per_second": None,
@@ -532,7 +538,7 @@ def history_row(row: dict, slot: int, bucket_start: datetime) -> dict:
         "out_bytes_per_second": row["out_bytes_per_second"] or 0.0,
         "pfc_rx_per_second": sum(row["pfc_rx_rates"]),
         "pfc_tx_per_second": sum(row["pfc_tx_rates"]),
-        "ecn_marked_per_second": row["ecn_marked_per_second"] or 0.0,
+        "ecn_marked_per_second": row["ecn_marked_per_second"],
         "utilization": row["utilization"] or 0.0,
         "oper_up": row["oper_up"],
     }

@@ -60,6 +60,8 @@ class RailThroughput:
     out_bytes_per_second: float = 0.0
     pfc_pause_per_second: float = 0.0
     ecn_marked_per_second: float = 0.0
+    # Ports with rates whose leaf does not collect ECN marks: left out of the ECN sum.
+    ecn_ports_not_collected: int = 0
 
     @property
     def per_port_bytes_per_second(self) -> float:
@@ -89,7 +91,10 @@ def rail_throughput_for_nodes(nodes: Iterable[Node]) -> list[RailThroughput]:
         entry.in_bytes_per_second += row.in_bytes_per_second
         entry.out_bytes_per_second += row.out_bytes_per_second or 0.0
         entry.pfc_pause_per_second += sum(row.pfc_rx_rates) + sum(row.pfc_tx_rates)
-        entry.ecn_marked_per_second += row.ecn_marked_per_second or 0.0
+        if row.ecn_marked_per_second is None:
+            entry.ecn_ports_not_collected += 1
+        else:
+            entry.ecn_marked_per_second += row.ecn_marked_per_second
     return [rails[rail] for rail in sorted(rails)]
 
 

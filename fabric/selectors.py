@@ -89,6 +89,8 @@ class Throughput:
     pfc_rx_per_second: list[float] = field(default_factory=lambda: [0.0] * 8)
     pfc_tx_per_second: list[float] = field(default_factory=lambda: [0.0] * 8)
     ecn_marked_per_second: float = 0.0
+    # Ports with rates whose switch does not collect ECN marks: left out of the ECN sum.
+    ecn_ports_not_collected: int = 0
 
     def add(self, row: PortCounterLatest | None) -> None:
         self.ports += 1
@@ -103,7 +105,10 @@ class Throughput:
             self.pfc_rx_per_second[index] += value
         for index, value in enumerate(row.pfc_tx_rates[:8]):
             self.pfc_tx_per_second[index] += value
-        self.ecn_marked_per_second += row.ecn_marked_per_second or 0.0
+        if row.ecn_marked_per_second is None:
+            self.ecn_ports_not_collected += 1
+        else:
+            self.ecn_marked_per_second += row.ecn_marked_per_second
 
 
 @dataclass
@@ -191,6 +196,7 @@ def _merge(into: Throughput, part: Throughput) -> None:
     into.in_bytes_per_second += part.in_bytes_per_second
     into.out_bytes_per_second += part.out_bytes_per_second
     into.ecn_marked_per_second += part.ecn_marked_per_second
+    into.ecn_ports_not_collected += part.ecn_ports_not_collected
     for index in range(8):
         into.pfc_rx_per_second[index] += part.pfc_rx_per_second[index]
         into.pfc_tx_per_second[index] += part.pfc_tx_per_second[index]

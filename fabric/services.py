@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 
 from fabric.drivers.base import SAKURAONE_ROCE_PROFILE, QosProfile
+from fabric.drivers.sonic_flex_counters import UNSUPPORTED as ECN_UNSUPPORTED
 from fabric.impact import blast_radius, host_facing_ports
 from fabric.targets import SwitchNotAddressable, switch_target
 from inventory.models import Node, Pod, Switch
@@ -23,6 +24,7 @@ PORT_ADMIN_ACTION = "fabric.port_admin"
 LEAF_MAINTENANCE_ACTION = "fabric.leaf_maintenance"
 APPLY_QOS_ACTION = "fabric.apply_qos"
 SAVE_CONFIG_ACTION = "fabric.save_config"
+ENABLE_ECN_COUNTERS_ACTION = "fabric.enable_ecn_counters"
 
 # Profiles an operator may apply by name; Table 15's is the default.
 QOS_PROFILES: dict[str, QosProfile] = {SAKURAONE_ROCE_PROFILE.name: SAKURAONE_ROCE_PROFILE}
@@ -172,6 +174,34 @@ def request_save_config(
     _require_target(switch)
     return enqueue_action(
         kind=SAVE_CONFIG_ACTION,
+        target=switch.hostname,
+        reason=reason,
+        requested_by=requested_by,
+        parameters={"switch_id": switch.pk, "switch": switch.hostname},
+        idempotency_key=idempotency_key,
+        via=via,
+    )
+
+
+def request_enable_ecn_counters(
+    *,
+    switch: Switch,
+    reason: str,
+    requested_by=None,
+    via: str = "api",
+    idempotency_key: str | None = None,
+) -> tuple[Action, bool]:
+    """Queue `counterpoll wredqueue enable` on one switch, so that its ECN-marked queue
+    counters are collected (a poll showed them "not collected")."""
+    _require_target(switch)
+    state = getattr(switch, "poll_state", None)
+    if state is not None and state.ecn_counters == ECN_UNSUPPORTED:
+        raise InvalidInput({"switch": [
+            f"{switch.hostname} cannot collect ECN-marked queue counters: its image has no "
+            "WRED_ECN_QUEUE counter group (SONiC 202505 or later) or its ASIC cannot count them."
+        ]})
+    return enqueue_action(
+        kind=ENABLE_ECN_COUNTERS_ACTION,
         target=switch.hostname,
         reason=reason,
         requested_by=requested_by,

@@ -229,6 +229,13 @@ MATRIX: dict[str, Route] = {
     "api:fabric:pod-actions-qos": Route(
         (post(lambda w: f"/api/fabric/pods/{w.pod.pk}/qos/", API_WRITE_OPERATORS),)
     ),
+    # --- fabric: ECN counter collection (issue 14 item 5) ------------------------------------
+    "fabric:switch-ecn-counters": Route(
+        (get(lambda w: f"/fabric/switches/{w.switch.pk}/ecn-counters/", PAGE_OPERATORS),)
+    ),
+    "api:fabric:switch-actions-ecn-counters": Route(
+        (post(lambda w: f"/api/fabric/switches/{w.switch.pk}/ecn-counters/", API_WRITE_OPERATORS),)
+    ),
     # --- faults (issue 5): cluster-wide roles read, responders act, tenant admins see nothing --
     "faults:board": Route((get("/faults/", PAGE_CLUSTER),)),
     "faults:ticket-list": Route((get("/faults/tickets/", PAGE_CLUSTER),)),

@@ -1,7 +1,7 @@
 """Fabric action API; included by fabric/api/urls.py under `api:fabric`.
 
 Routes: switches/{id}/ports/admin, switches/{id}/maintenance, switches/{id}/qos,
-switches/{id}/save, switches/{id}/blast-radius, pods/{id}/qos.
+switches/{id}/save, switches/{id}/ecn-counters, switches/{id}/blast-radius, pods/{id}/qos.
 """
 
 from rest_framework.routers import SimpleRouter

@@ -104,6 +104,20 @@ class SwitchActionViewSet(SelectorQuerysetMixin, viewsets.GenericViewSet):
             )
         return action_accepted(request, queued)
 
+    @extend_schema(summary="Collect a switch's ECN-marked queue counters (counterpoll "
+                           "wredqueue enable)",
+                   request=bodies.SwitchActionRequestSerializer, responses=ACCEPTED)
+    @action(detail=True, methods=["post"], url_path="ecn-counters", url_name="ecn-counters")
+    def ecn_counters(self, request, pk=None):
+        switch = self.get_object()
+        body = _valid(bodies.SwitchActionRequestSerializer, request.data)
+        with transaction.atomic():
+            queued, _ = services.request_enable_ecn_counters(
+                switch=switch, reason=body["reason"], requested_by=request.user,
+                idempotency_key=_idempotency_key(request, body),
+            )
+        return action_accepted(request, queued)
+
     @extend_schema(
         summary="What shutting ports of a switch would cut off: nodes, rails, cables",
         parameters=[OpenApiParameter("ports", str, description="Comma-separated port names; "

@@ -128,6 +128,9 @@ class ThroughputSerializer(serializers.Serializer):
     pfc_rx_per_second = serializers.ListField(child=serializers.FloatField())
     pfc_tx_per_second = serializers.ListField(child=serializers.FloatField())
     ecn_marked_per_second = serializers.FloatField()
+    ecn_ports_not_collected = serializers.IntegerField(
+        help_text="Ports with rates whose switch does not collect ECN-marked counters; "
+                  "ecn_marked_per_second leaves them out")
 
 
 class SwitchAggregateSerializer(serializers.Serializer):
@@ -162,6 +165,9 @@ class RailThroughputSerializer(serializers.Serializer):
     out_bytes_per_second = serializers.FloatField()
     pfc_pause_per_second = serializers.FloatField()
     ecn_marked_per_second = serializers.FloatField()
+    ecn_ports_not_collected = serializers.IntegerField(
+        help_text="Ports with rates whose switch does not collect ECN-marked counters; "
+                  "ecn_marked_per_second leaves them out")
     per_port_bytes_per_second = serializers.FloatField()
 
 

@@ -81,8 +81,12 @@ class PortCounters:
 
 @dataclass(frozen=True)
 class CounterSnapshot:
+    """`ecn_counters` says whether the switch collects ECN-marked queue counters
+    (fabric/drivers/sonic_flex_counters.py); when it does not, ports' `ecn_marked` are empty."""
+
     taken_at: datetime
     ports: tuple[PortCounters, ...]
+    ecn_counters: str = "collected"
 
 
 @dataclass(frozen=True)
@@ -174,6 +178,11 @@ class FabricDriver(ABC):
     @abstractmethod
     def save_config(self) -> None:
         """Persist the running configuration (`config save -y`)."""
+
+    @abstractmethod
+    def enable_ecn_counters(self) -> str:
+        """Enable the WRED/ECN queue counter group (`counterpoll wredqueue enable`); the
+        collection state read back afterwards."""
 
     def close(self) -> None:  # noqa: B027 - optional for drivers without connections
         """Release connections; a later call reconnects."""

@@ -19,6 +19,8 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
+from django.conf import settings
+
 from fabric.drivers.base import (
     BgpNeighbor,
     CounterSnapshot,
@@ -32,6 +34,14 @@ from fabric.drivers.base import (
     SwitchVersion,
 )
 from fabric.drivers.sonic_counters import port_counters_from_sai
+from fabric.drivers.sonic_flex_counters import (
+    CAPABILITY_KEY,
+    ECN_MARKED_FIELD,
+    ENABLE_COMMAND,
+    FLEX_COUNTER_KEY,
+    ecn_counter_state,
+)
+from fabric.drivers.sonic_qos import QosNotApplied, plan_qos, read_qos_tables, verify_qos
 from fabric.emulator import CommandInterpreter, NeighborSpec, Switch, SwitchSpec, connect_fabric
 from fabric.emulator.database import APPL_DB, CONFIG_DB, COUNTERS_DB
 from fabric.emulator.platform import ASIC_TYPE, CAGE_PORT_NAMES, HWSKU, PLATFORM, port_table
@@ -276,13 +286,15 @@ class EmulatedDriver(FabricDriver):
                 ecn = {}
                 for queue in range(QUEUES_PER_PORT):
                     queue_oid = queue_oids.get(f"{name}:{queue}")
-                    if queue_oid:
-                        ecn[queue] = _int(db.hget(
-                            COUNTERS_DB, f"COUNTERS:{queue_oid}",
-                            "SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS",
-                        ))
+                    marked = queue_oid and db.hget(COUNTERS_DB, f"COUNTERS:{queue_oid}",
+                                                   ECN_MARKED_FIELD)
+                    if marked is not None and marked != "":
+                        ecn[queue] = _int(marked)
                 result.append(port_counters_from_sai(name, stats, ecn))
-        return CounterSnapshot(taken_at=taken_at, ports=tuple(result))
+            state = ecn_counter_state(db.hgetall(CONFIG_DB, FLEX_COUNTER_KEY),
+                                      db.hgetall("STATE_DB", CAPABILITY_KEY),
+                                      any(port.ecn_marked for port in result))
+        return CounterSnapshot(taken_at=taken_at, ports=tuple(result), ecn_counters=state)
 
     def lldp_neighbors(self) -> list[LldpNeighbor]:
         switch, lock = self._switch()
@@ -333,17 +345,51 @@ class EmulatedDriver(FabricDriver):
             self._run(f"sudo config interface {verb} {','.join(ports)}")
 
     def apply_qos_profile(self, profile: QosProfile, ports: Sequence[str] | None = None) -> None:
-        self._run(
-            f"sudo config ecn -profile AZURE_LOSSLESS -gmin {profile.ecn_min_bytes} "
-            f"-gmax {profile.ecn_max_bytes} -gdrop {profile.ecn_mark_probability_percent}"
-        )
+        """The SSH driver's plan (fabric/drivers/sonic_qos.py) through the same commands, on
+        the cabled ports when `ports` is None."""
         switch, _ = self._switch()
         targets = list(ports) if ports is not None else [
             name for name in switch.ports if switch.neighbor(name) is not None
+            and switch.db.hgetall(CONFIG_DB, f"PORT_QOS_MAP|{name}")
         ]
+        config, appl = read_qos_tables(self._read_tables)
+        plan = plan_qos(profile, config, appl, targets, settings.FABRIC_WRED_PROFILE)
+        if plan.problems:
+            raise QosNotApplied(self.target.hostname, plan.problems, changed=False)
+        for command in (*plan.ecn_commands, *plan.binding_commands):
+            self._run(command)
+        if plan.binding_commands:
+            # Binding a lossless PG turned PFC on for its priorities: start from what it left.
+            config, _ = read_qos_tables(self._read_tables)
+        wanted = {str(priority) for priority in profile.pfc_priorities}
         for port in targets:
-            for priority in profile.pfc_priorities:
+            text = config.get(f"PORT_QOS_MAP|{port}", {}).get("pfc_enable", "")
+            current = {p.strip() for p in text.split(",") if p.strip()}
+            for priority in sorted(wanted):
                 self._run(f"sudo config interface pfc priority {port} {priority} on")
+            for priority in sorted(current - wanted):
+                self._run(f"sudo config interface pfc priority {port} {priority} off")
+        for command in (*plan.queue_commands, *plan.buffer_commands):
+            self._run(command)
+        after, _ = read_qos_tables(self._read_tables)
+        problems = verify_qos(profile, plan, after, targets, settings.FABRIC_WRED_PROFILE)
+        if problems:
+            raise QosNotApplied(self.target.hostname, problems, changed=True)
+
+    def _read_tables(self, database: str, tables: Sequence[str]) -> dict[str, dict[str, str]]:
+        switch, lock = self._switch()
+        separator = "|" if database in (CONFIG_DB, "STATE_DB") else ":"
+        prefixes = tuple(f"{table}{separator}" for table in tables)
+        with lock:
+            return {key: value for key, value in switch.db.dump(database).items()
+                    if key.startswith(prefixes)}
 
     def save_config(self) -> None:
         self._run("sudo config save -y")
+
+    def enable_ecn_counters(self) -> str:
+        self._run(ENABLE_COMMAND)
+        switch, lock = self._switch()
+        with lock:
+            return ecn_counter_state(switch.db.hgetall(CONFIG_DB, FLEX_COUNTER_KEY),
+                                     switch.db.hgetall("STATE_DB", CAPABILITY_KEY), False)

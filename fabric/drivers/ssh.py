@@ -25,7 +25,6 @@ import asyncio
 import fcntl
 import json
 import logging
-import math
 import os
 import re
 import threading
@@ -53,6 +52,14 @@ from fabric.drivers.base import (
     SwitchVersion,
 )
 from fabric.drivers.sonic_counters import port_counters_from_sai
+from fabric.drivers.sonic_flex_counters import (
+    CAPABILITY_KEY,
+    ECN_MARKED_FIELD,
+    ENABLE_COMMAND,
+    FLEX_COUNTER_KEY,
+    ecn_counter_state,
+)
+from fabric.drivers.sonic_qos import QosNotApplied, plan_qos, read_qos_tables, verify_qos
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +74,8 @@ WRITE_BATCH_SIZE = 16
 # shell (and the emulator) accepts; a 116-port storage switch needs 348 reads per poll.
 READ_BATCH_SIZE = 128
 _NATURAL = re.compile(r"(\d+)")
+# Read with the counter name maps, in the same round trip.
+ECN_COUNTER_READS = (("CONFIG_DB", FLEX_COUNTER_KEY), ("STATE_DB", CAPABILITY_KEY))
 
 
 class SwitchHostKeyRejected(FabricError):
@@ -164,8 +173,9 @@ class SonicSshDriver(FabricDriver):
         ]
 
     def counters(self) -> CounterSnapshot:
-        port_map, queue_map = self.db_hgetall_many(
-            [("COUNTERS_DB", "COUNTERS_PORT_NAME_MAP"), ("COUNTERS_DB", "COUNTERS_QUEUE_NAME_MAP")]
+        port_map, queue_map, flex_group, capability = self.db_hgetall_many(
+            [("COUNTERS_DB", "COUNTERS_PORT_NAME_MAP"), ("COUNTERS_DB", "COUNTERS_QUEUE_NAME_MAP"),
+             *ECN_COUNTER_READS]
         )
         taken_at = datetime.now(UTC)
         names = sorted(port_map, key=natural_key)
@@ -181,8 +191,11 @@ class SonicSshDriver(FabricDriver):
         port_stats, queue_stats = hashes[: len(names)], hashes[len(names) :]
         ecn_marked: dict[str, dict[int, int]] = {name: {} for name in names}
         for (name, queue, _), stats in zip(queue_oids, queue_stats, strict=True):
-            ecn_marked[name][queue] = _int(stats.get("SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS"))
+            if ECN_MARKED_FIELD in stats:  # absent while the switch does not collect it
+                ecn_marked[name][queue] = _int(stats[ECN_MARKED_FIELD])
         return CounterSnapshot(
+            ecn_counters=ecn_counter_state(flex_group, capability,
+                                           any(ecn_marked[name] for name in names)),
             taken_at=taken_at,
             ports=tuple(
                 port_counters_from_sai(name, stats, ecn_marked[name])
@@ -239,10 +252,10 @@ class SonicSshDriver(FabricDriver):
         self.run_checked(f"sudo config interface {verb} {','.join(names)}")
 
     def apply_qos_profile(self, profile: QosProfile, ports: Sequence[str] | None = None) -> None:
-        """Table 15 on this switch: the lossless queues' WRED/ECN profile, PFC on exactly the
-        profile's priorities, and the lossless buffer profiles' Xoff, Xon offset, headroom pool
-        and dynamic-threshold alpha. Safe to repeat: commands already in effect are skipped."""
-        dynamic_th = _alpha_exponent(profile.shared_buffer_alpha)
+        """Table 15 on this switch, by reference (fabric/drivers/sonic_qos.py): the WRED
+        profiles the lossless queues use, PFC on exactly the profile's priorities, and the
+        buffer profiles the lossless priority groups use. Read back afterwards; QosNotApplied
+        names what does not match. Safe to repeat."""
         qos_ports = self._table_keys("CONFIG_DB", "PORT_QOS_MAP|")
         targets = qos_ports if ports is None else sorted(set(ports), key=natural_key)
         for name in targets:
@@ -252,52 +265,43 @@ class SonicSshDriver(FabricDriver):
                 priority = profile.pfc_priorities[0]
                 command = f"sudo config interface pfc priority {name} {priority} on"
                 raise SwitchCommandFailed(command, 0, self.run_checked(command))
-
-        thresholds = {"min": profile.ecn_min_bytes, "max": profile.ecn_max_bytes}
-        ecn = [f"sudo config ecn -profile {self.wred_profile}"]
-        for color in "gyr":
-            ecn.append(f"-{color}min {thresholds['min']} -{color}max {thresholds['max']} "
-                       f"-{color}drop {profile.ecn_mark_probability_percent}")
-        self.run_checked(" ".join(ecn))
-        self.run_checked(
-            f'sudo sonic-db-cli CONFIG_DB HSET "WRED_PROFILE|{self.wred_profile}" ecn ecn_all '
-            "wred_green_enable true wred_yellow_enable true wred_red_enable true"
-        )
-
-        enabled = self._run_lines(
-            [f'sonic-db-cli CONFIG_DB HGET "PORT_QOS_MAP|{name}" pfc_enable' for name in targets]
-        )
-        wanted = {str(priority) for priority in profile.pfc_priorities}
+        config, appl = read_qos_tables(self._read_tables)
+        plan = plan_qos(profile, config, appl, targets, self.wred_profile)
+        if plan.problems:
+            raise QosNotApplied(self.target.hostname, plan.problems, changed=False)
+        self._run_chain(plan.ecn_commands, f"WRED profiles {', '.join(plan.wred_profiles)}")
+        self._run_chain(plan.binding_commands, "static lossless buffer profiles")
+        if plan.binding_commands:
+            # Binding a lossless PG turned PFC on for its priorities: start from what it left.
+            config, _ = read_qos_tables(self._read_tables)
         port_commands = []
-        for name, current_text in zip(targets, enabled, strict=True):
-            current = {p.strip() for p in current_text.split(",") if p.strip()}
+        wanted = {str(priority) for priority in profile.pfc_priorities}
+        for name in targets:
+            text = config.get(f"PORT_QOS_MAP|{name}", {}).get("pfc_enable", "")
+            current = {p.strip() for p in text.split(",") if p.strip()}
             for priority in sorted(wanted - current):
                 port_commands.append(f"sudo config interface pfc priority {name} {priority} on")
             for priority in sorted(current - wanted):
                 port_commands.append(f"sudo config interface pfc priority {name} {priority} off")
-            for priority in sorted(wanted):
-                port_commands.append(
-                    f'sudo sonic-db-cli CONFIG_DB HSET "QUEUE|{name}|{priority}" '
-                    f"wred_profile {self.wred_profile}"
-                )
+        port_commands += plan.queue_commands
         self._run_chain(port_commands, f"PFC and ECN queues on {len(targets)} ports")
-
-        lossless = [name for name in self._table_keys("CONFIG_DB", "BUFFER_PROFILE|")
-                    if name.startswith("pg_lossless_")]
-        buffer_commands = [
-            f'sudo sonic-db-cli CONFIG_DB HSET "BUFFER_POOL|ingress_lossless_pool" '
-            f"xoff {profile.headroom_bytes}"
-        ]
-        for name in lossless:
-            buffer_commands.append(
-                f'sudo sonic-db-cli CONFIG_DB HSET "BUFFER_PROFILE|{name}" '
-                f"xoff {profile.pfc_xoff_bytes} xon_offset {profile.pfc_xon_offset_bytes}"
-            )
-            buffer_commands.append(f"sudo config mmu -p {name} -a {dynamic_th}")
-        self._run_chain(buffer_commands, f"buffer profiles {', '.join(lossless) or '(none)'}")
+        self._run_chain(plan.buffer_commands,
+                        f"buffer profiles {', '.join(plan.buffer_profiles) or '(none)'}")
+        after, _ = read_qos_tables(self._read_tables)
+        problems = verify_qos(profile, plan, after, targets, self.wred_profile)
+        if problems:
+            raise QosNotApplied(self.target.hostname, problems, changed=True)
 
     def save_config(self) -> None:
         self.run_checked("sudo config save -y")
+
+    def enable_ecn_counters(self) -> str:
+        self.run_checked(ENABLE_COMMAND)
+        flex_group, capability = self.db_hgetall_many(ECN_COUNTER_READS)
+        if flex_group.get("FLEX_COUNTER_STATUS") != "enable":
+            raise SwitchCommandFailed(ENABLE_COMMAND, 0, f"{FLEX_COUNTER_KEY} is {flex_group} "
+                                                         "afterwards")
+        return ecn_counter_state(flex_group, capability, counted=False)
 
     def close(self) -> None:
         runner = _loop()
@@ -322,6 +326,14 @@ class SonicSshDriver(FabricDriver):
             return [_parse_hash(line) for line in lines]
         except (ValueError, SyntaxError):
             raise SwitchCommandFailed("sonic-db-cli HGETALL", 0, "unparsable output") from None
+
+    def _read_tables(self, database: str, tables: Sequence[str]) -> dict[str, Hash]:
+        """Every entry of some tables, by full key."""
+        separator = "|" if database in ("CONFIG_DB", "STATE_DB") else ":"
+        keys = [f"{table}{separator}{name}" for table in tables
+                for name in self._table_keys(database, f"{table}{separator}")]
+        hashes = self.db_hgetall_many([(database, key) for key in keys])
+        return dict(zip(keys, hashes, strict=True))
 
     def run_checked(self, command: str) -> str:
         """Run one command line; its stdout, or SwitchCommandFailed with the switch's text."""
@@ -535,12 +547,3 @@ def _colon_fields(text: str) -> dict[str, str]:
         if separator and name and not name.startswith(" ") and name not in fields:
             fields[name.strip()] = value.strip()
     return fields
-
-
-def _alpha_exponent(alpha: float) -> int:
-    """SONiC's dynamic_th is log2 of the shared-buffer alpha (alpha 1 -> 0), -8..8."""
-    exponent = math.log2(alpha) if alpha > 0 else float("nan")
-    if not exponent.is_integer() or not -8 <= exponent <= 8:
-        raise ValueError(f"shared buffer alpha {alpha} is not a power of two between 1/256 "
-                         "and 256")
-    return int(exponent)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from .switch import Switch
 from .tools.common import CommandResult, Context, Handler, fail, ok
 from .tools.config import config
+from .tools.counterpoll import counterpoll
 from .tools.dbcli import sonic_db_cli
 from .tools.qos import ecnconfig
 from .tools.show import intfutil, portstat, queuestat, show
@@ -21,6 +22,7 @@ from .tools.vtysh import vtysh
 
 TOOLS: dict[str, Handler] = {
     "config": config,
+    "counterpoll": counterpoll,
     "ecnconfig": ecnconfig,
     "intfutil": intfutil,
     "portstat": portstat,

@@ -62,6 +62,17 @@ BUFFER_PROFILES = {
                                       "xon": "18796", "xoff": "376832", "dynamic_th": "0"},
 }
 
+# What sonic-cfggen writes from the lossy buffer templates, and the cable length buffermgrd
+# uses to name the lossless profiles (pg_lossless_<speed>_<cable>_profile).
+CABLE_LENGTH = "5m"
+LOSSY_PG = "0"
+LOSSLESS_PGS = "3-4"
+
+# init_cfg.json.j2's FLEX_COUNTER_TABLE (sonic-buildimage files/build_templates): every group
+# but the WRED/ECN ones is enabled on a fresh image.
+FLEX_COUNTER_GROUPS = ("ACL", "PORT", "PORT_PHY_ATTR", "RIF", "QUEUE", "PFCWD", "PG_WATERMARK",
+                       "PG_DROP", "QUEUE_WATERMARK", "BUFFER_POOL_WATERMARK", "PORT_BUFFER_DROP")
+
 PORT_QOS_MAP = {
     "dscp_to_tc_map": "AZURE",
     "tc_to_queue_map": "AZURE",
@@ -121,6 +132,10 @@ def initial_config(
         if port.is_management:
             continue
         config[key("PORT_QOS_MAP", name)] = dict(PORT_QOS_MAP)
+        config[key("BUFFER_PG", name, LOSSY_PG)] = {"profile": "ingress_lossy_profile"}
+        config[key("BUFFER_PG", name, LOSSLESS_PGS)] = {
+            "profile": lossless_pg_profile(spec, port.speed)
+        }
         for queue in LOSSLESS_QUEUES:
             config[key("QUEUE", name, queue)] = {"wred_profile": WRED_PROFILE_NAME}
     for peer in spec.bgp_peers:
@@ -134,7 +149,40 @@ def initial_config(
         config[key("BUFFER_POOL", pool)] = dict(fields)
     for profile, fields in BUFFER_PROFILES.items():
         config[key("BUFFER_PROFILE", profile)] = dict(fields)
+    if spec.lossless_buffer_profile:
+        # A platform template that binds every lossless PG to one profile of its own name.
+        config[key("BUFFER_PROFILE", spec.lossless_buffer_profile)] = dict(
+            BUFFER_PROFILES["pg_lossless_800000_5m_profile"])
+    for group in FLEX_COUNTER_GROUPS:
+        config[key("FLEX_COUNTER_TABLE", group)] = {"FLEX_COUNTER_STATUS": "enable"}
+    config[key("FLEX_COUNTER_TABLE", "ACL")]["POLL_INTERVAL"] = "10000"
+    if spec.ecn_queue_counters == "enabled":
+        config[key("FLEX_COUNTER_TABLE", "WRED_ECN_QUEUE")] = {"FLEX_COUNTER_STATUS": "enable"}
+    config[key("CABLE_LENGTH", "AZURE")] = {
+        name: CABLE_LENGTH for name, port in ports.items() if not port.is_management
+    }
+    config[key("DEVICE_METADATA", "localhost")]["buffer_model"] = spec.buffer_model
+    if spec.buffer_model == "dynamic":
+        # buffers_config.j2 with dynamic_mode: lossless PGs get NULL (calculated by buffermgrd)
+        # and the calculated pg_lossless_* profiles live in APPL_DB only.
+        for name, port in ports.items():
+            if not port.is_management:
+                config[key("BUFFER_PG", name, LOSSLESS_PGS)] = {"profile": "NULL"}
+        for profile in list(BUFFER_PROFILES):
+            if profile.startswith("pg_lossless_"):
+                del config[key("BUFFER_PROFILE", profile)]
+        config[key("DEFAULT_LOSSLESS_BUFFER_PARAMETER", "AZURE")] = {
+            "default_dynamic_th": "0", "over_subscribe_ratio": "2"}
     return config
+
+
+def lossless_pg_profile(spec: SwitchSpec, speed: int) -> str:
+    """The profile a lossless PG is bound to in CONFIG_DB: the template's own name, or the
+    traditional buffermgrd's per speed and cable (sonic-swss cfgmgr/buffermgr.cpp,
+    doSpeedUpdateTask: "pg_lossless_" + speed + "_" + cable + "_profile")."""
+    if spec.lossless_buffer_profile:
+        return spec.lossless_buffer_profile
+    return f"pg_lossless_{speed}_{CABLE_LENGTH}_profile"
 
 
 def _config_key(table: str, *parts: str) -> str:

@@ -83,6 +83,16 @@ class SwitchSpec:
     seed: int | None = None
     response_delay: float = 0.0
     unreachable: bool = False
+    # DEVICE_METADATA buffer_model: "traditional" or "dynamic" (lossless headroom calculated by
+    # buffermgrd into APPL_DB). `lossless_buffer_profile` names the one profile a platform
+    # template binds every lossless PG to (e.g. ingress_lossless_profile); empty: buffermgrd's
+    # per-speed pg_lossless_<speed>_5m_profile.
+    buffer_model: str = "traditional"
+    lossless_buffer_profile: str = ""
+    # ECN-marked queue counters: "enabled" (FLEX_COUNTER_TABLE|WRED_ECN_QUEUE on at boot),
+    # "disabled" (the image's default: `counterpoll wredqueue enable` turns them on) or
+    # "unsupported" (an image before 202505, without the WRED_ECN_QUEUE group).
+    ecn_queue_counters: str = "enabled"
 
     def __post_init__(self) -> None:
         if not _HOSTNAME.match(self.hostname):
@@ -90,6 +100,12 @@ class SwitchSpec:
         if self.role not in ROLES:
             raise ValueError(f"role must be one of {', '.join(ROLES)}, got {self.role!r}")
         _check_fraction(f"utilization of {self.hostname}", self.utilization)
+        if self.buffer_model not in ("traditional", "dynamic"):
+            raise ValueError(f"buffer_model must be traditional or dynamic, "
+                             f"got {self.buffer_model!r}")
+        if self.ecn_queue_counters not in ("enabled", "disabled", "unsupported"):
+            raise ValueError("ecn_queue_counters must be enabled, disabled or unsupported, "
+                             f"got {self.ecn_queue_counters!r}")
         if self.response_delay < 0:
             raise ValueError("response_delay must not be negative")
         cabled = [neighbor.port for neighbor in self.neighbors]

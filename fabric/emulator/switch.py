@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 
 from .bgp import BgpSession, summary_json
 from .database import APPL_DB, CONFIG_DB, COUNTERS_DB, STATE_DB, Database, Hash, MemoryDatabase
-from .defaults import initial_config
+from .defaults import BUFFER_PROFILES, initial_config
 from .platform import (
     DEBIAN_VERSION,
     HWSKU,
@@ -47,6 +47,8 @@ OperChangeCallback = Callable[[str, str, bool], None]
 _ZERO_PORT_COUNTERS = PortCounters().as_sai()
 _ZERO_QUEUE_COUNTERS = QueueCounters().as_sai()
 _ZERO_RATES = PortRates().as_rates_hash()
+_WRED_QUEUE_FIELDS = tuple(name for name in _ZERO_QUEUE_COUNTERS
+                           if name.startswith("SAI_QUEUE_STAT_WRED_"))
 _PORT_OID_BASE = 0x1000000000000
 _QUEUE_OID_BASE = 0x15000000000000
 _MAC = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
@@ -135,6 +137,7 @@ class Switch:
             for number, name in enumerate(self.ports)
         }
         self.saved_configs: dict[str, dict[str, Hash]] = {}
+        self._counting_ecn: bool | None = None
         self._boot()
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -196,6 +199,20 @@ class Switch:
         })
         for name in self._neighbors:
             self._publish_transceiver(name)
+        # What orchagent reports of each port's buffer objects (read by the buffer CLI).
+        self.db.hset_many(STATE_DB, {
+            f"BUFFER_MAX_PARAM_TABLE|{name}": {"max_priority_groups": "8",
+                                               "max_queues": str(QUEUES_PER_PORT)}
+            for name in self.ports
+        })
+        if self.spec.ecn_queue_counters != "unsupported":
+            # orchagent's initCounterCapabilities (sonic-swss portsorch.cpp, 202505+): what
+            # the ASIC can count, whether or not the group is enabled.
+            self.db.hset_many(STATE_DB, {
+                f"QUEUE_COUNTER_CAPABILITIES|WRED_ECN_QUEUE_{name}": {"isSupported": "true"}
+                for name in ("ECN_MARKED_PKT_COUNTER", "ECN_MARKED_BYTE_COUNTER",
+                             "WRED_DROPPED_PKT_COUNTER", "WRED_DROPPED_BYTE_COUNTER")
+            })
         self.db.hset(APPL_DB, "LLDP_LOC_CHASSIS", {
             "lldp_loc_chassis_id_subtype": _CHASSIS_MAC,
             "lldp_loc_chassis_id": self.base_mac,
@@ -251,6 +268,8 @@ class Switch:
             self._admin[name] = entry.get("admin_status", "down") == "up"
             port_fields[name] = {f: entry[f] for f in _COPIED_PORT_FIELDS if f in entry}
         self._qos = _qos_view(config, self.ports)
+        self._publish_buffers(config)
+        self._update_ecn_counting(config)
         changed = [name for name in self.ports if self._update_oper(name)]
         self.db.hset_many(APPL_DB, {
             f"PORT_TABLE:{name}": {**port_fields[name], **self._oper_fields(name)}
@@ -264,6 +283,63 @@ class Switch:
             partner = self._partners.get(name)
             if partner and previous_admin.get(name) != self._admin[name]:
                 partner.switch._partner_changed(partner.port)
+
+    def _update_ecn_counting(self, config: dict[str, Hash]) -> None:
+        """The WRED_ECN_QUEUE flex-counter group: while it is off, queue hashes carry no
+        SAI_QUEUE_STAT_WRED_* fields (fabric/drivers/sonic_flex_counters.py)."""
+        status = config.get("FLEX_COUNTER_TABLE|WRED_ECN_QUEUE", {}).get("FLEX_COUNTER_STATUS")
+        counting = status == "enable" and self.spec.ecn_queue_counters != "unsupported"
+        previous, self._counting_ecn = self._counting_ecn, counting
+        if previous is None or previous == counting:
+            return
+        for name in self.ports:
+            for queue, queue_oid in enumerate(self.queue_oids[name]):
+                key = f"COUNTERS:{queue_oid}"
+                if counting:
+                    self.db.hset(COUNTERS_DB, key, self.traffic.queue(name, queue).as_sai())
+                else:
+                    self.db.hdel(COUNTERS_DB, key, *_WRED_QUEUE_FIELDS)
+
+    def _queue_stats(self, stats: Hash) -> Hash:
+        if self._counting_ecn:
+            return stats
+        return {name: value for name, value in stats.items() if name not in _WRED_QUEUE_FIELDS}
+
+    def _publish_buffers(self, config: dict[str, Hash]) -> None:
+        """buffermgrd's APPL_DB BUFFER_PROFILE_TABLE and BUFFER_PG_TABLE from CONFIG_DB.
+
+        Traditional model: CONFIG_DB's entries copied (sonic-swss cfgmgr/buffermgr.cpp,
+        doBufferTableTask). Dynamic model: a PG whose profile is NULL gets a calculated
+        profile named like getDynamicProfileName (cfgmgr/buffermgrdyn.cpp) that exists in
+        APPL_DB only.
+        """
+        dynamic = config.get("DEVICE_METADATA|localhost", {}).get("buffer_model") == "dynamic"
+        cables = config.get("CABLE_LENGTH|AZURE", {})
+        profiles: dict[str, Hash] = {
+            f"BUFFER_PROFILE_TABLE:{key.split('|', 1)[1]}": dict(fields)
+            for key, fields in config.items() if key.startswith("BUFFER_PROFILE|")
+        }
+        groups: dict[str, Hash] = {}
+        for key, fields in config.items():
+            if not key.startswith("BUFFER_PG|"):
+                continue
+            _, ports, ids = key.split("|")
+            for port in ports.split(","):
+                if port not in self.ports:
+                    continue
+                profile = fields.get("profile", "NULL")
+                if profile == "NULL" and dynamic:
+                    speed = config.get(f"PORT|{port}", {}).get("speed", str(self.ports[port].speed))
+                    profile = f"pg_lossless_{speed}_{cables.get(port, '5m')}_profile"
+                    template = BUFFER_PROFILES.get(profile,
+                                                   BUFFER_PROFILES["pg_lossless_800000_5m_profile"])
+                    profiles[f"BUFFER_PROFILE_TABLE:{profile}"] = dict(template)
+                groups[f"BUFFER_PG_TABLE:{port}:{ids}"] = {"profile": profile}
+        stale = [key for key in self.db.keys(APPL_DB, "BUFFER_P*")
+                 if key.startswith(("BUFFER_PG_TABLE:", "BUFFER_PROFILE_TABLE:"))]
+        if stale:
+            self.db.delete(APPL_DB, *stale)
+        self.db.hset_many(APPL_DB, {**profiles, **groups})
 
     # -- links -----------------------------------------------------------------------------
 
@@ -476,7 +552,7 @@ class Switch:
             entries[f"COUNTERS:{oid}"] = _ZERO_PORT_COUNTERS
             entries[f"RATES:{oid}"] = _ZERO_RATES
             for queue_oid in self.queue_oids[name]:
-                entries[f"COUNTERS:{queue_oid}"] = _ZERO_QUEUE_COUNTERS
+                entries[f"COUNTERS:{queue_oid}"] = self._queue_stats(_ZERO_QUEUE_COUNTERS)
         self.db.hset_many(COUNTERS_DB, entries)
 
     def _write_counters(self) -> None:
@@ -492,7 +568,8 @@ class Switch:
             entries[f"COUNTERS:{oid}"] = self.traffic.counters(name).as_sai()
             entries[f"RATES:{oid}"] = self.traffic.rates(name).as_rates_hash()
             for queue, queue_oid in enumerate(self.queue_oids[name]):
-                entries[f"COUNTERS:{queue_oid}"] = self.traffic.queue(name, queue).as_sai()
+                entries[f"COUNTERS:{queue_oid}"] = self._queue_stats(
+                    self.traffic.queue(name, queue).as_sai())
         self.db.hset_many(COUNTERS_DB, entries)
         self._flowing = flowing
 

@@ -10,5 +10,7 @@ urlpatterns = [
          name="leaf-maintenance"),
     path("switches/<int:pk>/qos/", actions.SwitchQosView.as_view(), name="switch-qos"),
     path("switches/<int:pk>/save/", actions.SwitchSaveView.as_view(), name="switch-save"),
+    path("switches/<int:pk>/ecn-counters/", actions.SwitchEcnCountersView.as_view(),
+         name="switch-ecn-counters"),
     path("pods/<int:pk>/qos/", actions.PodQosView.as_view(), name="pod-qos"),
 ]

@@ -155,9 +155,12 @@ class LeafMaintenanceView(ConfirmActionView):
 
 class SwitchQosView(ConfirmActionView):
     heading = "Apply the RoCE QoS profile to {subject}"
-    explanation = ("Sets ECN/WRED on the lossless queue, PFC on exactly the profile's "
-                   "priorities, and the lossless buffer profiles, on every port. Traffic of the "
-                   "nodes below may see pauses while the switch reprograms.")
+    explanation = ("Sets ECN/WRED on the WRED profile each lossless queue uses, PFC on exactly "
+                   "the profile's priorities, and Xoff, Xon offset and alpha on the buffer "
+                   "profiles the lossless priority groups use (on the dynamic buffer model, a "
+                   "static profile replaces the calculated one), on every port; then reads them "
+                   "back and fails naming what did not match. Traffic of the nodes below may "
+                   "see pauses while the switch reprograms.")
     button = "Apply profile"
 
     def get_context_data(self, **kwargs):
@@ -208,6 +211,20 @@ class SwitchSaveView(ConfirmActionView):
 
     def enqueue(self, switch: Switch, reason: str) -> Action:
         action, _ = services.request_save_config(
+            switch=switch, reason=reason, requested_by=self.request.user, via="ui",
+        )
+        return action
+
+
+class SwitchEcnCountersView(ConfirmActionView):
+    heading = "Collect ECN-marked queue counters on {subject}"
+    explanation = ("Runs counterpoll wredqueue enable: the switch starts polling its queues' "
+                   "WRED/ECN statistics, and the portal shows ECN marks instead of "
+                   "\"not collected\". Traffic is not affected.")
+    button = "Enable ECN counters"
+
+    def enqueue(self, switch: Switch, reason: str) -> Action:
+        action, _ = services.request_enable_ecn_counters(
             switch=switch, reason=reason, requested_by=self.request.user, via="ui",
         )
         return action

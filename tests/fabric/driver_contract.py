@@ -227,7 +227,9 @@ class DriverContract:
         assert wred["green_drop_probability"] == "1"
         assert wred["ecn"] == "ecn_all"
         assert switch_setup.config_db(f"PORT_QOS_MAP|{port}")["pfc_enable"] == "3"
-        buffer = switch_setup.config_db("BUFFER_PROFILE|pg_lossless_800000_5m_profile")
+        # The profile the port's lossless PG uses, whatever it is called on this switch.
+        bound = switch_setup.config_db(f"BUFFER_PG|{port}|3-4")["profile"]
+        buffer = switch_setup.config_db(f"BUFFER_PROFILE|{bound}")
         assert buffer["xoff"] == "36570285"
         assert buffer["xon_offset"] == "18432"
         assert buffer["dynamic_th"] == "0"  # alpha 1

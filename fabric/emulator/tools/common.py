@@ -70,16 +70,18 @@ def lines(text: Iterable[str]) -> str:
 class ClickError(Exception):
     """A click UsageError: usage line, help hint and message on stderr, exit status 2."""
 
-    def __init__(self, path: str, usage: str, message: str) -> None:
+    def __init__(self, path: str, usage: str, message: str, help_option: str = "-h") -> None:
         super().__init__(message)
         self.path = path
         self.usage = usage
         self.message = message
+        # sonic-utilities' show/config register -h; a plain click group only --help.
+        self.help_option = help_option
 
     def result(self) -> CommandResult:
         return fail(
             f"Usage: {self.path} {self.usage}\n"
-            f'Try "{self.path} -h" for help.\n\n'
+            f'Try "{self.path} {self.help_option}" for help.\n\n'
             f"Error: {self.message}\n",
             exit_status=2,
         )
@@ -120,6 +122,7 @@ class ClickCommand:
     options: Sequence[Option] = ()
     arguments: Sequence[Argument] = ()
     help_text: str = ""
+    help_option: str = "-h"
     _by_name: dict[str, Option] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -130,7 +133,7 @@ class ClickCommand:
         return " ".join(["[OPTIONS]", *(arg.metavar for arg in self.arguments)])
 
     def error(self, message: str) -> ClickError:
-        return ClickError(self.path, self.usage, message)
+        return ClickError(self.path, self.usage, message, self.help_option)
 
     def help(self) -> CommandResult:
         return ok(
@@ -214,7 +217,8 @@ class ClickGroup:
     """A click group with sonic-utilities' AliasedGroup resolution (unique prefixes work).
 
     `callback` runs after the subcommand name resolved and before the subcommand parses its
-    own arguments, which is where `config` checks for root.
+    own arguments, which is where `config` checks for root. `plain` is a bare click.Group
+    (counterpoll): no prefix matching, and only --help.
     """
 
     def __init__(
@@ -223,11 +227,13 @@ class ClickGroup:
         commands: dict[str, Handler],
         help_text: str = "",
         callback: Callable[[Context], CommandResult | None] | None = None,
+        plain: bool = False,
     ) -> None:
         self.path = path
         self.commands = commands
         self.help_text = help_text
         self.callback = callback
+        self.plain = plain
 
     def __call__(self, ctx: Context, argv: list[str]) -> CommandResult:
         usage = "[OPTIONS] COMMAND [ARGS]..."
@@ -237,13 +243,15 @@ class ClickGroup:
                       f"Options:\n  -h, --help  Show this message and exit.\n\n"
                       f"Commands:\n{listing}")
         name = argv[0]
+        help_option = "--help" if self.plain else "-h"
         if name.startswith("-"):
-            return ClickError(self.path, usage, f"no such option: {name}").result()
+            return ClickError(self.path, usage, f"no such option: {name}", help_option).result()
         matches = [cmd for cmd in self.commands if cmd.lower().startswith(name.lower())]
-        if name in self.commands:
-            matches = [name]
+        if name in self.commands or self.plain:
+            matches = [name] if name in self.commands else []
         if not matches:
-            return ClickError(self.path, usage, f'No such command "{name}".').result()
+            return ClickError(self.path, usage, f'No such command "{name}".',
+                              help_option).result()
         if len(matches) > 1:
             message = f"Too many matches: {', '.join(sorted(matches))}"
             return ClickError(self.path, usage, message).result()

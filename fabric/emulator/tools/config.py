@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from ..database import CONFIG_DB
 from ..switch import DEFAULT_CONFIG_FILE
+from .buffer import buffer, interface_buffer
 from .common import (
     Argument,
     ClickCommand,
@@ -167,7 +168,8 @@ def _ecn(ctx: Context, values: dict) -> CommandResult:
 MMU = ClickCommand(
     "config mmu",
     (
-        Option(("-p",), "profile"),
+        # required=True since sonic-utilities 202311 (config/main.py, mmu(); #2775).
+        Option(("-p",), "profile", required=True),
         Option(("-a",), "alpha", kind="int", bounds=(-8, 8)),
         Option(("-s",), "staticth", kind="int"),
     ),
@@ -177,8 +179,7 @@ MMU = ClickCommand(
 
 def _mmu(ctx: Context, values: dict) -> CommandResult:
     """Runs `mmuconfig -p P [-a N] [-s N]`: -a wins over -s, neither changes nothing."""
-    # config passes str(p) on, so without -p mmuconfig really works on a profile "None".
-    profile = values["profile"] or "None"
+    profile = values["profile"]
     if values["alpha"] is not None:
         field, value = "dynamic_th", values["alpha"]
     elif values["staticth"] is not None:
@@ -244,7 +245,9 @@ config = ClickGroup("config", {
     "reload": click_command(RELOAD, _reload),
     "ecn": click_command(ECN, _ecn),
     "mmu": click_command(MMU, _mmu),
+    "buffer": buffer,
     "interface": ClickGroup("config interface", {
+        "buffer": interface_buffer,
         "startup": _set_admin_status("up"),
         "shutdown": _set_admin_status("down"),
         "pfc": ClickGroup("config interface pfc", {
