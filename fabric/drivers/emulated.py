@@ -31,9 +31,10 @@ from fabric.drivers.base import (
     SwitchUnreachable,
     SwitchVersion,
 )
-from fabric.drivers.sonic_counters import port_counters_from_sai
+from fabric.drivers.sonic_counters import counter_snapshot
+from fabric.drivers.sonic_ports import natural_key, port_statuses
 from fabric.emulator import CommandInterpreter, NeighborSpec, Switch, SwitchSpec, connect_fabric
-from fabric.emulator.database import APPL_DB, CONFIG_DB, COUNTERS_DB
+from fabric.emulator.database import APPL_DB, CONFIG_DB, COUNTERS_DB, STATE_DB
 from fabric.emulator.platform import ASIC_TYPE, CAGE_PORT_NAMES, HWSKU, PLATFORM, port_table
 from fabric.emulator.traffic import QUEUES_PER_PORT
 
@@ -200,11 +201,10 @@ def reset_emulated_fabric() -> None:
         _fabric = None
 
 
-def _int(value: str | None) -> int:
-    try:
-        return int(value) if value else 0
-    except ValueError:
-        return 0
+def _table(switch: Switch, db: str, prefix: str) -> dict[str, dict[str, str]]:
+    """One table's hashes keyed by what follows the prefix, as the SSH driver's dumps give."""
+    pattern = "".join("\\" + c if c in "*?[]\\" else c for c in prefix) + "*"
+    return {key[len(prefix):]: switch.db.hgetall(db, key) for key in switch.db.keys(db, pattern)}
 
 
 class EmulatedDriver(FabricDriver):
@@ -244,23 +244,9 @@ class EmulatedDriver(FabricDriver):
         switch, lock = self._switch()
         with lock:
             switch.tick()
-            result = []
-            for name in switch.ports:
-                config = switch.db.hgetall(CONFIG_DB, f"PORT|{name}")
-                appl = switch.db.hgetall(APPL_DB, f"PORT_TABLE:{name}")
-                result.append(
-                    PortStatus(
-                        name=name,
-                        alias=config.get("alias", ""),
-                        speed_mbps=_int(config.get("speed")),
-                        admin_up=config.get("admin_status") == "up",
-                        oper_up=appl.get("oper_status") == "up",
-                        mtu=_int(config.get("mtu")) or 9100,
-                        fec=config.get("fec", ""),
-                        lanes=config.get("lanes", ""),
-                    )
-                )
-        return result
+            tables = [_table(switch, db, prefix) for db, prefix in (
+                (CONFIG_DB, "PORT|"), (APPL_DB, "PORT_TABLE:"), (STATE_DB, "PORT_TABLE|"))]
+        return port_statuses(*tables)
 
     def counters(self) -> CounterSnapshot:
         switch, lock = self._switch()
@@ -270,19 +256,10 @@ class EmulatedDriver(FabricDriver):
             db = switch.db
             port_oids = db.hgetall(COUNTERS_DB, "COUNTERS_PORT_NAME_MAP")
             queue_oids = db.hgetall(COUNTERS_DB, "COUNTERS_QUEUE_NAME_MAP")
-            result = []
-            for name, oid in port_oids.items():
-                stats = db.hgetall(COUNTERS_DB, f"COUNTERS:{oid}")
-                ecn = {}
-                for queue in range(QUEUES_PER_PORT):
-                    queue_oid = queue_oids.get(f"{name}:{queue}")
-                    if queue_oid:
-                        ecn[queue] = _int(db.hget(
-                            COUNTERS_DB, f"COUNTERS:{queue_oid}",
-                            "SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS",
-                        ))
-                result.append(port_counters_from_sai(name, stats, ecn))
-        return CounterSnapshot(taken_at=taken_at, ports=tuple(result))
+            counters = _table(switch, COUNTERS_DB, "COUNTERS:")
+        return counter_snapshot(taken_at, port_oids, queue_oids, counters,
+                                range(QUEUES_PER_PORT),
+                                port_order=sorted(port_oids, key=natural_key))
 
     def lldp_neighbors(self) -> list[LldpNeighbor]:
         switch, lock = self._switch()

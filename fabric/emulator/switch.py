@@ -135,6 +135,7 @@ class Switch:
             for number, name in enumerate(self.ports)
         }
         self.saved_configs: dict[str, dict[str, Hash]] = {}
+        self.files: dict[str, str] = {}  # what commands wrote with -o/--output
         self._boot()
 
     # -- lifecycle -------------------------------------------------------------------------

@@ -11,7 +11,12 @@ from pathlib import Path
 import pytest
 
 from fabric.credentials import CredentialsUnavailable, load_credentials
-from fabric.drivers.base import SwitchTarget, SwitchUnreachable, get_fabric_driver
+from fabric.drivers.base import (
+    SwitchCommandFailed,
+    SwitchTarget,
+    SwitchUnreachable,
+    get_fabric_driver,
+)
 from fabric.drivers.ssh import (
     SonicSshDriver,
     SwitchAuthenticationFailed,
@@ -285,27 +290,48 @@ def test_credentials_store_errors_name_the_reference_not_the_secret(settings, tm
     assert load_credentials("").password == "from-yaml"
 
 
-def test_counter_reads_are_split_into_bounded_round_trips(trusted_emulator, monkeypatch):
-    """A storage switch's 348 reads once overflowed one command line; batches must add up."""
-    from fabric.drivers import ssh
+@pytest.mark.emulator
+def test_hostile_values_read_back_exactly_over_ssh(trusted_emulator):
+    """Values sonic-db-cli prints unescaped: an apostrophe in a port description once failed
+    the whole port read, a multi-line LLDP system description lost every neighbor."""
+    from tests.fabric.test_sonic_db_dump import HOSTILE
 
-    whole = {
-        port.name: port.in_octets
-        for port in ssh.SonicSshDriver(leaf_target(trusted_emulator)).counters().ports
-    }
-    monkeypatch.setattr(ssh, "READ_BATCH_SIZE", 7)
-    split = ssh.SonicSshDriver(leaf_target(trusted_emulator)).counters().ports
-    assert [port.name for port in split] == list(whole)
-    assert all(port.in_octets >= whole[port.name] for port in split)  # counters only grow
+    def plant(switch):
+        switch.db.hset("CONFIG_DB", "PORT|Ethernet8", HOSTILE)
+        switch.db.hset("APPL_DB", "PORT_TABLE:Ethernet8", HOSTILE)
+        switch.db.hset("APPL_DB", "LLDP_ENTRY_TABLE:Ethernet8", {
+            "lldp_rem_sys_desc": HOSTILE["multi_line"],
+            "lldp_rem_port_desc": HOSTILE["both_quotes"],
+            "lldp_rem_chassis_id": HOSTILE["empty"],
+            "lldp_rem_sys_name": HOSTILE["non_ascii"],
+        })
+
+    trusted_emulator.sync(plant, trusted_emulator.server.switches["leaf01"])
+    driver = SonicSshDriver(leaf_target(trusted_emulator))
+    try:
+        ports = {port.name: port for port in driver.ports()}
+        assert set(ports) == set(trusted_emulator.server.switches["leaf01"].ports)
+        assert ports["Ethernet8"].oper_up
+        neighbors = {n.local_port: n for n in driver.lldp_neighbors()}
+        assert set(neighbors) == {"Ethernet0", "Ethernet4", "Ethernet8"}
+        assert neighbors["Ethernet8"].remote_port_description == HOSTILE["both_quotes"]
+        assert neighbors["Ethernet8"].remote_system_name == HOSTILE["non_ascii"]
+        assert neighbors["Ethernet8"].remote_chassis_id == ""
+        hashes = driver.db_hgetall_many([("CONFIG_DB", "PORT|Ethernet8"),
+                                         ("APPL_DB", "NO_SUCH_TABLE:x")])
+        assert {name: hashes[0][name] for name in HOSTILE} == HOSTILE
+        assert hashes[1] == {}
+    finally:
+        driver.close()
 
 
-def test_hash_lines_parse_safely_from_many_threads():
-    from concurrent.futures import ThreadPoolExecutor
-
-    from fabric.drivers.ssh import _parse_hash
-
-    line = repr({f"SAI_PORT_STAT_PFC_{n}_RX_PKTS": str(n * 7) for n in range(300)})
-    with ThreadPoolExecutor(max_workers=16) as pool:
-        results = list(pool.map(_parse_hash, [line] * 400))
-    assert all(result["SAI_PORT_STAT_PFC_7_RX_PKTS"] == "49" for result in results)
-    assert _parse_hash("   ") == {}
+@pytest.mark.emulator
+def test_a_refused_dump_fails_with_the_switch_text(trusted_emulator):
+    driver = SonicSshDriver(leaf_target(trusted_emulator))
+    try:
+        with pytest.raises(SwitchCommandFailed) as failure:
+            driver.db_hgetall("NO_DB", "x")
+        assert failure.value.exit_status == 1
+        assert "Failed to find NO_DB database" in failure.value.output
+    finally:
+        driver.close()
