@@ -335,3 +335,36 @@ def test_a_refused_dump_fails_with_the_switch_text(trusted_emulator):
         assert "Failed to find NO_DB database" in failure.value.output
     finally:
         driver.close()
+
+
+@pytest.mark.emulator
+def test_port_state_and_counters_are_read_as_intfutil_and_portstat_read_them(trusted_emulator):
+    """Admin/oper from APPL_DB, speed from STATE_DB while up: the driver once reported
+    CONFIG_DB's speed for a port running slower. A missing counter is None, not 0."""
+    leaf = trusted_emulator.server.switches["leaf01"]
+
+    def plant(switch):
+        switch.db.hset("STATE_DB", "PORT_TABLE|Ethernet8", {"speed": "25000"})
+        switch.db.hset("CONFIG_DB", "PORT|Ethernet8", {"admin_status": "down"})  # not applied
+        switch.db.hdel("COUNTERS_DB", f"COUNTERS:{switch.port_oids['Ethernet16']}",
+                       "SAI_PORT_STAT_IF_OUT_ERRORS")
+        switch.db.delete("COUNTERS_DB", f"COUNTERS:{switch.port_oids['Ethernet24']}")
+
+    trusted_emulator.sync(plant, leaf)
+    driver = SonicSshDriver(leaf_target(trusted_emulator))
+    try:
+        ports = {port.name: port for port in driver.ports()}
+        running = ports["Ethernet8"]
+        assert (running.speed_mbps, running.admin_up, running.oper_up) == (25_000, True, True)
+        assert running.intent_differences() == {
+            "admin_up": {"configured": False, "actual": True},
+            "speed_mbps": {"configured": 800_000, "actual": 25_000},
+        }
+        assert ports["Ethernet16"].speed_mbps == 800_000  # down: APPL_DB's speed
+        counters = {port.name: port for port in driver.counters().ports}
+        assert counters["Ethernet16"].out_errors is None
+        assert counters["Ethernet16"].in_errors == 0
+        assert counters["Ethernet24"].in_octets is None
+        assert counters["Ethernet24"].pfc_rx[3] is None
+    finally:
+        driver.close()
