@@ -368,3 +368,62 @@ def test_port_state_and_counters_are_read_as_intfutil_and_portstat_read_them(tru
         assert counters["Ethernet24"].pfc_rx[3] is None
     finally:
         driver.close()
+
+
+# -- the contract against a switch served from sonic-db-dump files (issue 14 item 6) -----------
+
+HOSTILE_DUMP = Path(__file__).resolve().parents[2] / "fabric/emulator/dumps/leaf-hostile"
+
+
+@pytest.fixture
+def dumped_emulator(host_key_dir, ssh_settings):
+    from fabric.emulator.dump import load_dump
+
+    fabric = EmulatorThread([], host_key_dir, dumps=[load_dump(HOSTILE_DUMP)])
+    Path(ssh_settings.FABRIC_KNOWN_HOSTS_FILE).write_text(fabric.known_hosts())
+    yield fabric
+    fabric.stop()
+
+
+@pytest.mark.emulator
+class TestDumpedSwitchOverSsh(DriverContract):
+    @pytest.fixture
+    def driver(self, dumped_emulator):
+        driver = SonicSshDriver(SwitchTarget(
+            hostname="leaf-hostile", address=dumped_emulator.host,
+            port=dumped_emulator.port_of("leaf-hostile"), credentials_ref="sonic/leaf",
+        ))
+        yield driver
+        driver.close()
+
+    @pytest.fixture
+    def switch_setup(self, dumped_emulator):
+        return SwitchSetup(
+            toggle_port="Ethernet8",
+            traffic_port="Ethernet0",
+            breakout_pair=("Ethernet0", "Ethernet4"),
+            lldp_expected={"Ethernet0": "gpu001", "Ethernet8": "spine01",
+                           "Ethernet16": "storage\\01"},
+            config_db=lambda key: dumped_emulator.config_db("leaf-hostile", key),
+            bgp_peer="10.0.0.1",
+            expected_platform="x86_64-dellemc_z9664f_d1508-r0",
+        )
+
+    def test_the_dumps_hostile_values_and_gaps_come_through(self, driver):
+        from fabric.emulator.dump import read_dump_file
+
+        appl = read_dump_file(HOSTILE_DUMP / "appl_db.json")
+        neighbors = {n.local_port: n for n in driver.lldp_neighbors()}
+        for port, neighbor in neighbors.items():
+            entry = appl[f"LLDP_ENTRY_TABLE:{port}"]
+            assert neighbor.remote_system_name == entry["lldp_rem_sys_name"]
+            assert neighbor.remote_port_description == entry["lldp_rem_port_desc"]
+        assert set(neighbors) == {"Ethernet0", "Ethernet4", "Ethernet8", "Ethernet16"}
+        description = driver.db_hgetall("CONFIG_DB", "PORT|Ethernet0")["description"]
+        assert description == "gpu001 rail 0 \u2013 rack A's \"east\" uplink"
+        ports = {port.name: port for port in driver.ports()}
+        assert ports["Ethernet16"].speed_mbps == 25_000
+        assert ports["Ethernet16"].intent_differences()["speed_mbps"]["configured"] == 40_000
+        counters = {port.name: port for port in driver.counters().ports}
+        assert "Ethernet24" not in counters and "Ethernet24" in ports
+        assert counters["Ethernet16"].out_errors is None

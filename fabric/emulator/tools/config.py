@@ -164,10 +164,12 @@ def _ecn(ctx: Context, values: dict) -> CommandResult:
 
 # -- mmu -----------------------------------------------------------------------------------
 
+# sonic-utilities 202311 config/main.py, `mmu`: `@click.option('-p', ..., required=True)`, so
+# without -p click stops with a usage error (exit 2) before mmuconfig runs.
 MMU = ClickCommand(
     "config mmu",
     (
-        Option(("-p",), "profile"),
+        Option(("-p",), "profile", required=True),
         Option(("-a",), "alpha", kind="int", bounds=(-8, 8)),
         Option(("-s",), "staticth", kind="int"),
     ),
@@ -177,8 +179,7 @@ MMU = ClickCommand(
 
 def _mmu(ctx: Context, values: dict) -> CommandResult:
     """Runs `mmuconfig -p P [-a N] [-s N]`: -a wins over -s, neither changes nothing."""
-    # config passes str(p) on, so without -p mmuconfig really works on a profile "None".
-    profile = values["profile"] or "None"
+    profile = values["profile"]
     if values["alpha"] is not None:
         field, value = "dynamic_th", values["alpha"]
     elif values["staticth"] is not None:
