@@ -72,8 +72,7 @@ def read_switch(target: SwitchTarget) -> SwitchReading:
     driver = None
     try:
         driver = get_fabric_driver(target)  # inside: a misconfigured driver fails each switch
-        ports = driver.ports()
-        snapshot = driver.counters()
+        ports, snapshot = driver.ports_and_counters()
         return SwitchReading(target.hostname, ports, snapshot, seconds=time.monotonic() - started)
     except FabricError as error:
         return SwitchReading(

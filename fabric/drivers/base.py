@@ -188,6 +188,11 @@ class FabricDriver(ABC):
     @abstractmethod
     def counters(self) -> CounterSnapshot: ...
 
+    def ports_and_counters(self) -> tuple[list[PortStatus], CounterSnapshot]:
+        """What one poll reads; drivers that can read both at once (in one round trip)
+        override it."""
+        return self.ports(), self.counters()
+
     @abstractmethod
     def lldp_neighbors(self) -> list[LldpNeighbor]: ...
 

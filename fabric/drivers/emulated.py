@@ -3,8 +3,9 @@
 For fast unit tests and the embedded demo. A process-wide `EmulatedFabric` holds one emulator
 `Switch` per inventory switch, cabled the way the inventory's active cables say (so LLDP agrees
 with the cabling until a test crosses something). The driver reads the switch's SONiC databases
-the way the SSH driver reads them through `sonic-db-cli` (CONFIG_DB `PORT|x`, APPL_DB
-`PORT_TABLE:x` and `LLDP_ENTRY_TABLE:x`, COUNTERS_DB through the name maps) and makes changes
+the way the SSH driver reads them through `sonic-db-dump` (CONFIG_DB `PORT|x`, APPL_DB
+`PORT_TABLE:x` and `LLDP_ENTRY_TABLE:x`, STATE_DB `PORT_TABLE|x`, COUNTERS_DB through the name
+maps), through the same readers (sonic_ports, sonic_counters) and makes changes
 with the same CLI commands, so both return the same dataclasses.
 
 Host-facing neighbors follow what lldpd on a compute node advertises: the system name is the

@@ -75,6 +75,14 @@ READ_BATCH_SIZE = 128
 _DUMP_END = "@@sonic-db-dump-end"
 _DUMP_END_LINE = re.compile(re.escape(_DUMP_END) + r" (\d+)\n")
 _PORT_MARKERS = ("PortConfigDone", "PortInitDone")
+# What intfutil reads for `show interfaces status` (see fabric.drivers.sonic_ports).
+_PORT_DUMPS = [("CONFIG_DB", "PORT|*"), ("APPL_DB", "PORT_TABLE:*"), ("STATE_DB", "PORT_TABLE|*")]
+# Name maps and every COUNTERS hash (ports' and queues'): one KEYS pattern covers both.
+_COUNTER_DUMPS = [
+    ("COUNTERS_DB", "COUNTERS_PORT_NAME_MAP"),
+    ("COUNTERS_DB", "COUNTERS_QUEUE_NAME_MAP"),
+    ("COUNTERS_DB", "COUNTERS:oid:*"),
+]
 
 
 class SwitchHostKeyRejected(FabricError):
@@ -152,24 +160,21 @@ class SonicSshDriver(FabricDriver):
         )
 
     def ports(self) -> list[PortStatus]:
-        config, appl, state = self._dump_many([
-            ("CONFIG_DB", "PORT|*"), ("APPL_DB", "PORT_TABLE:*"), ("STATE_DB", "PORT_TABLE|*"),
-        ])
-        return port_statuses(
-            _by_name(config, "PORT|"), _by_name(appl, "PORT_TABLE:"),
-            _by_name(state, "PORT_TABLE|"),
-        )
+        return _port_statuses(self._dump_many(_PORT_DUMPS))
 
     def counters(self) -> CounterSnapshot:
-        port_map, queue_map, counters = self._dump_many([
-            ("COUNTERS_DB", "COUNTERS_PORT_NAME_MAP"),
-            ("COUNTERS_DB", "COUNTERS_QUEUE_NAME_MAP"),
-            ("COUNTERS_DB", "COUNTERS:oid:*"),
-        ])
-        taken_at = datetime.now(UTC)
+        return self._snapshot(self._dump_many(_COUNTER_DUMPS))
+
+    def ports_and_counters(self) -> tuple[list[PortStatus], CounterSnapshot]:
+        """Both in one round trip: six dumps on one command line."""
+        dumps = self._dump_many(_PORT_DUMPS + _COUNTER_DUMPS)
+        return _port_statuses(dumps[:3]), self._snapshot(dumps[3:])
+
+    def _snapshot(self, dumps: list[dict[str, Hash]]) -> CounterSnapshot:
+        port_map, queue_map, counters = dumps
         names = port_map.get("COUNTERS_PORT_NAME_MAP", {})
         return counter_snapshot(
-            taken_at,
+            datetime.now(UTC),
             names,
             queue_map.get("COUNTERS_QUEUE_NAME_MAP", {}),
             _by_name(counters, "COUNTERS:"),
@@ -538,6 +543,12 @@ def _split_dumps(stdout: str, count: int) -> list[tuple[int, dict]]:
         sections.append((int(marker.group(1)), table))
         position = marker.end()
     return sections
+
+
+def _port_statuses(dumps: list[dict[str, Hash]]) -> list[PortStatus]:
+    config, appl, state = dumps
+    return port_statuses(_by_name(config, "PORT|"), _by_name(appl, "PORT_TABLE:"),
+                         _by_name(state, "PORT_TABLE|"))
 
 
 def _by_name(table: dict[str, Hash], prefix: str) -> dict[str, Hash]:

@@ -427,3 +427,18 @@ class TestDumpedSwitchOverSsh(DriverContract):
         counters = {port.name: port for port in driver.counters().ports}
         assert "Ethernet24" not in counters and "Ethernet24" in ports
         assert counters["Ethernet16"].out_errors is None
+
+
+@pytest.mark.emulator
+def test_a_poll_reads_ports_and_counters_in_one_round_trip(trusted_emulator, monkeypatch):
+    driver = SonicSshDriver(leaf_target(trusted_emulator))
+    commands = []
+    run = driver._run
+    monkeypatch.setattr(driver, "_run", lambda command: commands.append(command) or run(command))
+    try:
+        ports, snapshot = driver.ports_and_counters()
+    finally:
+        driver.close()
+    assert len(commands) == 1 and commands[0].count("sonic-db-dump -n") == 6
+    assert [port.name for port in ports] == [port.name for port in driver.ports()]
+    assert {counters.name for counters in snapshot.ports} == {port.name for port in ports}
