@@ -5,8 +5,10 @@ Reads go through `sonic-db-dump -n <DB> -y -k '<pattern>'` (JSON, see `_dump_com
 prints values unescaped (swss-common `common/redisreply.cpp`, `formatDictReply`), so one
 apostrophe, newline or backslash in a port description or an LLDP system description would
 make the line unreadable. Several dumps share one SSH round trip (`_dump_many`): `ports()`
-and `counters()` take one each. Writes are the commands an operator
-types: `sudo config interface shutdown|startup`, `sudo config ecn`, `sudo config interface pfc
+and `counters()` take one each, a poll (`ports_and_counters()`) one for both. Port state is
+read as intfutil reads it (fabric.drivers.sonic_ports) and an absent counter is None, as
+portstat's N/A (fabric.drivers.sonic_counters). Writes are the commands an operator types:
+`sudo config interface shutdown|startup`, `sudo config ecn`, `sudo config interface pfc
 priority`, `sudo config mmu`, `sudo config save -y`; fields those commands cannot set (the WRED
 profile's ECN mode, queue bindings, PFC headroom) are written with `sudo sonic-db-cli CONFIG_DB
 HSET`, which the switch's daemons pick up like any CONFIG_DB change.

@@ -5,6 +5,10 @@ change CONFIG_DB and then call `reconcile()`, which plays the part of portmgrd/p
 orchagent by deriving APPL_DB and STATE_DB from it. A port is oper up when it is admin up, has
 something cabled to it, the cable is intact, and, when the far end is another emulated switch,
 that end is admin up too.
+
+A switch built from database dumps (`dump=`, fabric.emulator.dump) has the ports its CONFIG_DB
+lists instead of the built-in platform's, starts with the dumped APPL_DB, STATE_DB and
+COUNTERS_DB as they are, and derives state again only for what a command changes.
 """
 
 from __future__ import annotations
