@@ -308,8 +308,8 @@ class Switch:
             entry = config[f"PORT|{name}"]
             self._admin[name] = entry.get("admin_status", "down") == "up"
             port_fields[name] = {f: entry[f] for f in _COPIED_PORT_FIELDS if f in entry}
-        for name in removed:
-            self._admin[name] = False
+        for name in removed:  # a removed port carries nothing and has no neighbor any more
+            self._admin[name] = self._oper[name] = False
             self._applied.pop(name, None)
         if removed:
             self.db.delete(APPL_DB, *(f"PORT_TABLE:{name}" for name in removed))
@@ -393,8 +393,8 @@ class Switch:
 
     def _partner_changed(self, port: str) -> None:
         """Something on the wire changed: recompute and publish one port's oper state."""
-        if not self._update_oper(port):
-            return
+        if not self._update_oper(port) or port not in self._applied:
+            return  # unchanged, or a port CONFIG_DB does not have: no state is published
         self.db.hset(APPL_DB, f"PORT_TABLE:{port}", self._oper_fields(port))
         self.db.hset(STATE_DB, f"PORT_TABLE|{port}", {
             "netdev_oper_status": "up" if self._oper[port] else "down",
