@@ -13,6 +13,10 @@ switches at scale 20), each imported into the inventory under its own names and 
   resolve the switches' `credentials_ref` (sonic/leaf, sonic/spine, sonic/storage) to the
   emulator's admin login (password `--ssh-password`, exported as FABRIC_BENCH_SSH_PASSWORD).
 
+Each poll reports `poller_cpu_seconds` (this process: SSH client, JSON parsing, storing) and,
+with `--driver ssh`, `emulator_cpu_seconds` (the emulator process serving every switch); what
+the wall time has beyond the two is waiting (round trips, and CPU other processes took).
+
 The first poll of a scale has no previous sample (no rates); later polls compute rates and
 write history, the steady state of the beat task. Runs in a scratch test database (created and
 dropped here), never in the database DATABASE_URL names.
