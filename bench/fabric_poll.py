@@ -13,6 +13,10 @@ switches at scale 20), each imported into the inventory under its own names and 
   resolve the switches' `credentials_ref` (sonic/leaf, sonic/spine, sonic/storage) to the
   emulator's admin login (password `--ssh-password`, exported as FABRIC_BENCH_SSH_PASSWORD).
 
+Each poll reports `poller_cpu_seconds` (this process: SSH client, JSON parsing, storing) and,
+with `--driver ssh`, `emulator_cpu_seconds` (the emulator process serving every switch); what
+the wall time has beyond the two is waiting (round trips, and CPU other processes took).
+
 The first poll of a scale has no previous sample (no rates); later polls compute rates and
 write history, the steady state of the beat task. Runs in a scratch test database (created and
 dropped here), never in the database DATABASE_URL names.
@@ -113,6 +117,12 @@ def start_ssh_emulator(workdir: Path, password: str) -> tuple[subprocess.Popen, 
     return process, json.loads(line)
 
 
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU of another process (utime + stime of /proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run_scale(scale: int, args, base_spec: dict) -> dict:
     from django.conf import settings
 
@@ -163,11 +173,18 @@ def run_scale(scale: int, args, base_spec: dict) -> dict:
         result["emulator_boot_seconds"] = round(time.perf_counter() - started, 2)
         polls = []
         for _ in range(args.polls):
+            # Where a poll's time goes: the poller's own CPU (this process: SSH client, JSON
+            # parsing, storing), the emulator's CPU (serving every switch), the rest waiting.
+            poller_cpu = time.process_time()
+            emulator_cpu = process_cpu_seconds(emulator.pid) if emulator else 0.0
             poll = polling.poll_fabric(concurrency=args.concurrency)
             polls.append({
                 "seconds": round(poll.seconds, 3),
                 "read_seconds": round(poll.read_seconds, 3),
                 "store_seconds": round(poll.seconds - poll.read_seconds, 3),
+                "poller_cpu_seconds": round(time.process_time() - poller_cpu, 3),
+                "emulator_cpu_seconds": round(
+                    process_cpu_seconds(emulator.pid) - emulator_cpu if emulator else 0.0, 3),
                 "ports_stored": poll.ports,
                 "failed": len(poll.failed),
             })

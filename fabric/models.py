@@ -40,6 +40,10 @@ class SwitchPollState(models.Model):
     )
     mean_utilization = models.FloatField(default=0, help_text="0..1 over oper-up ports")
     max_utilization = models.FloatField(default=0)
+    unmapped_ports = models.JSONField(
+        default=list, blank=True,
+        help_text="Ports the switch has that COUNTERS_PORT_NAME_MAP does not name: no counters",
+    )
 
     def __str__(self) -> str:
         return f"poll state of {self.switch_id}"
@@ -60,15 +64,27 @@ class PortCounterLatest(models.Model):
     sampled_at = models.DateTimeField()
     admin_up = models.BooleanField(default=False)
     oper_up = models.BooleanField(default=False)
-    speed_mbps = models.PositiveIntegerField(default=0)
-    in_octets = models.DecimalField(max_digits=24, decimal_places=0, default=0)
-    out_octets = models.DecimalField(max_digits=24, decimal_places=0, default=0)
-    in_packets = models.DecimalField(max_digits=24, decimal_places=0, default=0)
-    out_packets = models.DecimalField(max_digits=24, decimal_places=0, default=0)
-    in_errors = models.DecimalField(max_digits=24, decimal_places=0, default=0)
-    out_errors = models.DecimalField(max_digits=24, decimal_places=0, default=0)
-    in_discards = models.DecimalField(max_digits=24, decimal_places=0, default=0)
-    out_discards = models.DecimalField(max_digits=24, decimal_places=0, default=0)
+    speed_mbps = models.PositiveIntegerField(
+        null=True, blank=True,
+        help_text="Running speed as intfutil reads it (STATE_DB while up, else APPL_DB)",
+    )
+    fec = models.CharField(max_length=16, blank=True)
+    intent_differences = models.JSONField(
+        default=dict, blank=True,
+        help_text="{field: {configured, actual}} where CONFIG_DB differs from the running port",
+    )
+    counters_mapped = models.BooleanField(
+        default=True, help_text="False: COUNTERS_PORT_NAME_MAP does not name the port"
+    )
+    # Cumulative counters; null where the switch does not report one (portstat's N/A).
+    in_octets = models.DecimalField(max_digits=24, decimal_places=0, null=True, blank=True)
+    out_octets = models.DecimalField(max_digits=24, decimal_places=0, null=True, blank=True)
+    in_packets = models.DecimalField(max_digits=24, decimal_places=0, null=True, blank=True)
+    out_packets = models.DecimalField(max_digits=24, decimal_places=0, null=True, blank=True)
+    in_errors = models.DecimalField(max_digits=24, decimal_places=0, null=True, blank=True)
+    out_errors = models.DecimalField(max_digits=24, decimal_places=0, null=True, blank=True)
+    in_discards = models.DecimalField(max_digits=24, decimal_places=0, null=True, blank=True)
+    out_discards = models.DecimalField(max_digits=24, decimal_places=0, null=True, blank=True)
     pfc_rx = models.JSONField(default=list)
     pfc_tx = models.JSONField(default=list)
     ecn_marked = models.JSONField(default=list)

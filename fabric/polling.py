@@ -30,6 +30,7 @@ from fabric.drivers.base import (
     get_fabric_driver,
 )
 from fabric.drivers.sonic_flex_counters import COLLECTED as ECN_COLLECTED
+from fabric.hooks import FabricFinding, notify_fabric_finding
 from fabric.models import PortCounterHistory, PortCounterLatest, SwitchPollState
 from fabric.targets import SwitchNotAddressable, switch_target
 from inventory.models import Switch, SwitchPort
@@ -72,8 +73,7 @@ def read_switch(target: SwitchTarget) -> SwitchReading:
     driver = None
     try:
         driver = get_fabric_driver(target)  # inside: a misconfigured driver fails each switch
-        ports = driver.ports()
-        snapshot = driver.counters()
+        ports, snapshot = driver.ports_and_counters()
         return SwitchReading(target.hostname, ports, snapshot, seconds=time.monotonic() - started)
     except FabricError as error:
         return SwitchReading(
@@ -125,16 +125,24 @@ def counter_delta(previous: int, current: int) -> tuple[int, bool]:
 
 @dataclass(frozen=True)
 class PortRates:
-    in_bytes_per_second: float
-    out_bytes_per_second: float
-    pfc_rx_rates: list[float]
-    pfc_tx_rates: list[float]
-    ecn_marked_per_second: float | None  # None: not collected at one of the two samples
+    """Rates between two samples; None where either sample lacks the counter (unknown is not
+    zero: no rate, and no reset)."""
+
+    in_bytes_per_second: float | None
+    out_bytes_per_second: float | None
+    pfc_rx_rates: list[float | None]
+    pfc_tx_rates: list[float | None]
+    ecn_marked_per_second: float | None
     counter_reset: bool
 
 
-def _as_list(values: dict[int, int], length: int = 8) -> list[int]:
-    return [int(values.get(index, 0)) for index in range(length)]
+def _as_list(values: dict[int, int | None], length: int = 8) -> list[int | None]:
+    return [None if values.get(index) is None else int(values[index]) for index in range(length)]
+
+
+def _known_sum(values: list[float | None]) -> float | None:
+    known = [value for value in values if value is not None]
+    return sum(known) if known else None
 
 
 def compute_rates(previous: Mapping, current: PortCounters, seconds: float) -> PortRates | None:
@@ -144,14 +152,16 @@ def compute_rates(previous: Mapping, current: PortCounters, seconds: float) -> P
         return None
     reset = False
 
-    def rate(before, after) -> float:
+    def rate(before, after) -> float | None:
         nonlocal reset
+        if before is None or after is None:
+            return None
         delta, went_back = counter_delta(int(before), int(after))
         reset = reset or went_back
         return delta / seconds
 
-    def rates(before: list, after: list[int]) -> list[float]:
-        before = list(before) + [0] * (len(after) - len(before))
+    def rates(before: list, after: list[int | None]) -> list[float | None]:
+        before = list(before) + [None] * (len(after) - len(before))
         return [rate(b, a) for b, a in zip(before, after, strict=False)]
 
     in_rate = rate(previous["in_octets"], current.in_octets)
@@ -159,8 +169,8 @@ def compute_rates(previous: Mapping, current: PortCounters, seconds: float) -> P
     pfc_rx = rates(previous["pfc_rx"], _as_list(current.pfc_rx))
     pfc_tx = rates(previous["pfc_tx"], _as_list(current.pfc_tx))
     ecn = None
-    if previous["ecn_marked"] and current.ecn_marked:
-        ecn = sum(rates(previous["ecn_marked"], _as_list(current.ecn_marked)))
+    if previous["ecn_marked"] and current.ecn_marked:  # empty: not collected at that sample
+        ecn = _known_sum(rates(previous["ecn_marked"], _as_list(current.ecn_marked)))
     return PortRates(in_rate, out_rate, pfc_rx, pfc_tx, ecn, reset)
 
 
@@ -297,35 +307,41 @@ def store_readings(
             continue
         taken_at = reading.snapshot.taken_at
         slot, bucket_start = history_slot(taken_at)
-        statuses = {port.name: port for port in reading.ports}
+        counted = {counters.name: counters for counters in reading.snapshot.ports}
+        unmapped = [status.name for status in reading.ports if status.name not in counted]
         port_codes: dict[str, str] = {}
         totals = {"in": 0.0, "out": 0.0, "pfc": 0.0, "ecn": 0.0}
         utilizations: list[float] = []
-        for counters in reading.snapshot.ports:
-            known = inventory_ports.get((switch.pk, counters.name))
-            status = statuses.get(counters.name)
-            if known is None or status is None:
+        for status in reading.ports:
+            known = inventory_ports.get((switch.pk, status.name))
+            if known is None:
                 continue  # the switch has ports the inventory does not list (e.g. management)
             port_id, stored_admin, stored_oper = known
+            counters = counted.get(status.name) or PortCounters(status.name, None, None)
             row = latest_row(port_id, status, counters, taken_at, latest.get(port_id))
+            row["counters_mapped"] = status.name in counted
             new_latest.append(row)
             result.ports += 1
             utilization = row["utilization"] or 0.0
-            port_codes[counters.name] = (
+            port_codes[status.name] = (
                 f"{_status_letter(status.admin_up, status.oper_up)}{round(utilization * 100)}"
             )
             if row["in_bytes_per_second"] is not None:
                 totals["in"] += row["in_bytes_per_second"]
-                totals["out"] += row["out_bytes_per_second"]
-                totals["pfc"] += sum(row["pfc_rx_rates"]) + sum(row["pfc_tx_rates"])
+                totals["out"] += row["out_bytes_per_second"] or 0.0
+                totals["pfc"] += (_known_sum(row["pfc_rx_rates"]) or 0.0) + (
+                    _known_sum(row["pfc_tx_rates"]) or 0.0)
                 totals["ecn"] += row["ecn_marked_per_second"] or 0.0
                 history.append(history_row(row, slot, bucket_start))
-            if status.oper_up:
+            if status.oper_up and row["utilization"] is not None:
                 utilizations.append(utilization)
             admin = "up" if status.admin_up else "down"
             oper = "up" if status.oper_up else "down"
             if (stored_admin, stored_oper) != (admin, oper):
                 changed_ports.append((port_id, admin, oper))
+        if unmapped and unmapped != list(state.unmapped_ports or []):
+            _report_unmapped(reading.hostname, unmapped)
+        state.unmapped_ports = unmapped
         state.last_seen_at = taken_at
         state.last_error = ""
         state.consecutive_failures = 0
@@ -355,6 +371,22 @@ def store_readings(
     upsert(PortCounterHistory, history, unique_fields=["port", "slot"])
     _record_port_status(changed_ports, polled_at)
     return summaries
+
+
+def _report_unmapped(hostname: str, ports: list[str]) -> None:
+    """A port the switch has but COUNTERS_PORT_NAME_MAP does not name has no counters at all
+    (flex counters not created for it, or a port added after syncd started): told to the
+    finding listeners when the set first appears or changes, not at every poll."""
+    shown = ", ".join(ports[:8]) + (f" and {len(ports) - 8} more" if len(ports) > 8 else "")
+    notify_fabric_finding(FabricFinding(
+        kind="counters_unmapped",
+        key=f"counters_unmapped:{hostname}:{','.join(ports)}",
+        summary=f"{hostname}: {len(ports)} port(s) missing from COUNTERS_PORT_NAME_MAP, "
+                f"no counters: {shown}",
+        switches=(hostname,),
+        ports=tuple(f"{hostname}:{port}" for port in ports),
+        details={"ports": ports},
+    ))
 
 
 def _record_port_status(changed: list[tuple[int, str, str]], seen_at: datetime) -> None:
@@ -484,6 +516,9 @@ def latest_row(
         "admin_up": status.admin_up,
         "oper_up": status.oper_up,
         "speed_mbps": status.speed_mbps,
+        "fec": status.fec[:16],
+        "intent_differences": status.intent_differences(),
+        "counters_mapped": True,
         "in_octets": counters.in_octets,
         "out_octets": counters.out_octets,
         "in_packets": counters.in_packets,
@@ -514,8 +549,11 @@ def latest_row(
         # keep the previous rates rather than reporting nothing.
         row.update({name: previous[name] for name in _CARRIED_RATES})
         return row
-    line_rate = status.speed_mbps * 1_000_000 / 8
-    busiest = max(rates.in_bytes_per_second, rates.out_bytes_per_second)
+    # Utilisation against the running speed (intfutil's), not CONFIG_DB's: a port configured
+    # 40G that came up at 25G is full at 25G.
+    line_rate = (status.speed_mbps or 0) * 1_000_000 / 8
+    known = [r for r in (rates.in_bytes_per_second, rates.out_bytes_per_second) if r is not None]
+    utilization = min(1.0, max(known) / line_rate) if known and line_rate else None
     row.update(
         interval_seconds=seconds,
         in_bytes_per_second=rates.in_bytes_per_second,
@@ -524,7 +562,7 @@ def latest_row(
         pfc_tx_rates=rates.pfc_tx_rates,
         ecn_marked_per_second=rates.ecn_marked_per_second,
         counter_reset=rates.counter_reset,
-        utilization=min(1.0, busiest / line_rate) if line_rate else 0.0,
+        utilization=utilization,
     )
     return row
 
@@ -536,9 +574,9 @@ def history_row(row: dict, slot: int, bucket_start: datetime) -> dict:
         "bucket_start": bucket_start,
         "in_bytes_per_second": row["in_bytes_per_second"] or 0.0,
         "out_bytes_per_second": row["out_bytes_per_second"] or 0.0,
-        "pfc_rx_per_second": sum(row["pfc_rx_rates"]),
-        "pfc_tx_per_second": sum(row["pfc_tx_rates"]),
-        "ecn_marked_per_second": row["ecn_marked_per_second"],
+        "pfc_rx_per_second": _known_sum(row["pfc_rx_rates"]) or 0.0,
+        "pfc_tx_per_second": _known_sum(row["pfc_tx_rates"]) or 0.0,
+        "ecn_marked_per_second": row["ecn_marked_per_second"],  # None: not collected
         "utilization": row["utilization"] or 0.0,
         "oper_up": row["oper_up"],
     }

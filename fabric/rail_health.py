@@ -90,7 +90,8 @@ def rail_throughput_for_nodes(nodes: Iterable[Node]) -> list[RailThroughput]:
             continue
         entry.in_bytes_per_second += row.in_bytes_per_second
         entry.out_bytes_per_second += row.out_bytes_per_second or 0.0
-        entry.pfc_pause_per_second += sum(row.pfc_rx_rates) + sum(row.pfc_tx_rates)
+        entry.pfc_pause_per_second += sum(  # None: a priority the switch does not count
+            value or 0.0 for value in (*row.pfc_rx_rates, *row.pfc_tx_rates))
         if row.ecn_marked_per_second is None:
             entry.ecn_ports_not_collected += 1
         else:

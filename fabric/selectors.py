@@ -101,10 +101,11 @@ class Throughput:
             return
         self.in_bytes_per_second += row.in_bytes_per_second
         self.out_bytes_per_second += row.out_bytes_per_second or 0.0
+        # A priority the switch does not count has a None rate: unknown, left out of the sum.
         for index, value in enumerate(row.pfc_rx_rates[:8]):
-            self.pfc_rx_per_second[index] += value
+            self.pfc_rx_per_second[index] += value or 0.0
         for index, value in enumerate(row.pfc_tx_rates[:8]):
-            self.pfc_tx_per_second[index] += value
+            self.pfc_tx_per_second[index] += value or 0.0
         if row.ecn_marked_per_second is None:
             self.ecn_ports_not_collected += 1
         else:

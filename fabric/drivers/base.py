@@ -50,38 +50,68 @@ class SwitchTarget:
 
 @dataclass(frozen=True)
 class PortStatus:
+    """One port as `show interfaces status` (sonic-utilities scripts/intfutil) reads it: admin
+    and oper state, MTU, FEC, lanes and alias from APPL_DB PORT_TABLE (what the daemons
+    applied), the speed from STATE_DB PORT_TABLE while the port is oper up, else from APPL_DB.
+    `configured_*` is CONFIG_DB's PORT entry, the operator's intent; None where CONFIG_DB has
+    no such field. An unknown speed is None, never 0."""
+
     name: str
     alias: str
-    speed_mbps: int
+    speed_mbps: int | None
     admin_up: bool
     oper_up: bool
     mtu: int = 9100
     fec: str = ""
     lanes: str = ""
+    configured_admin_up: bool | None = None
+    configured_speed_mbps: int | None = None
+    configured_fec: str | None = None
+
+    def intent_differences(self) -> dict[str, dict]:
+        """Where the running port differs from CONFIG_DB: {field: {configured, actual}}.
+
+        The speed is compared only while the port is up (a down port has no running speed)."""
+        differences: dict[str, dict] = {}
+        if self.configured_admin_up is not None and self.configured_admin_up != self.admin_up:
+            differences["admin_up"] = {"configured": self.configured_admin_up,
+                                       "actual": self.admin_up}
+        if (self.oper_up and self.configured_speed_mbps is not None
+                and self.speed_mbps is not None and self.configured_speed_mbps != self.speed_mbps):
+            differences["speed_mbps"] = {"configured": self.configured_speed_mbps,
+                                         "actual": self.speed_mbps}
+        if self.configured_fec is not None and self.configured_fec != self.fec:
+            differences["fec"] = {"configured": self.configured_fec, "actual": self.fec}
+        return differences
 
 
 @dataclass(frozen=True)
 class PortCounters:
     """Cumulative counters of one port. `pfc_rx`/`pfc_tx` map priority -> pause frames;
-    `ecn_marked` maps queue index -> ECN-marked packets (SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS)."""
+    `ecn_marked` maps queue index -> ECN-marked packets (SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS).
+
+    A counter the switch does not report (the hash or the field is absent) is None, as portstat
+    prints N/A for it; it is never read as 0, which would look like a reset."""
 
     name: str
-    in_octets: int
-    out_octets: int
-    in_packets: int = 0
-    out_packets: int = 0
-    in_errors: int = 0
-    out_errors: int = 0
-    in_discards: int = 0
-    out_discards: int = 0
-    pfc_rx: dict[int, int] = field(default_factory=dict)
-    pfc_tx: dict[int, int] = field(default_factory=dict)
-    ecn_marked: dict[int, int] = field(default_factory=dict)
+    in_octets: int | None
+    out_octets: int | None
+    in_packets: int | None = None
+    out_packets: int | None = None
+    in_errors: int | None = None
+    out_errors: int | None = None
+    in_discards: int | None = None
+    out_discards: int | None = None
+    pfc_rx: dict[int, int | None] = field(default_factory=dict)
+    pfc_tx: dict[int, int | None] = field(default_factory=dict)
+    ecn_marked: dict[int, int | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class CounterSnapshot:
-    """`ecn_counters` says whether the switch collects ECN-marked queue counters
+    """Counters of the ports COUNTERS_PORT_NAME_MAP names. A port of the switch missing from
+    the map is not in `ports`: the poller reports it (it compares with `ports()`).
+    `ecn_counters` says whether the switch collects ECN-marked queue counters
     (fabric/drivers/sonic_flex_counters.py); when it does not, ports' `ecn_marked` are empty."""
 
     taken_at: datetime
@@ -160,6 +190,11 @@ class FabricDriver(ABC):
 
     @abstractmethod
     def counters(self) -> CounterSnapshot: ...
+
+    def ports_and_counters(self) -> tuple[list[PortStatus], CounterSnapshot]:
+        """What one poll reads; drivers that can read both at once (in one round trip)
+        override it."""
+        return self.ports(), self.counters()
 
     @abstractmethod
     def lldp_neighbors(self) -> list[LldpNeighbor]: ...

@@ -3,8 +3,9 @@
 For fast unit tests and the embedded demo. A process-wide `EmulatedFabric` holds one emulator
 `Switch` per inventory switch, cabled the way the inventory's active cables say (so LLDP agrees
 with the cabling until a test crosses something). The driver reads the switch's SONiC databases
-the way the SSH driver reads them through `sonic-db-cli` (CONFIG_DB `PORT|x`, APPL_DB
-`PORT_TABLE:x` and `LLDP_ENTRY_TABLE:x`, COUNTERS_DB through the name maps) and makes changes
+the way the SSH driver reads them through `sonic-db-dump` (CONFIG_DB `PORT|x`, APPL_DB
+`PORT_TABLE:x` and `LLDP_ENTRY_TABLE:x`, STATE_DB `PORT_TABLE|x`, COUNTERS_DB through the name
+maps), through the same readers (sonic_ports, sonic_counters) and makes changes
 with the same CLI commands, so both return the same dataclasses.
 
 Host-facing neighbors follow what lldpd on a compute node advertises: the system name is the
@@ -33,17 +34,17 @@ from fabric.drivers.base import (
     SwitchUnreachable,
     SwitchVersion,
 )
-from fabric.drivers.sonic_counters import port_counters_from_sai
+from fabric.drivers.sonic_counters import counter_snapshot
 from fabric.drivers.sonic_flex_counters import (
     CAPABILITY_KEY,
-    ECN_MARKED_FIELD,
     ENABLE_COMMAND,
     FLEX_COUNTER_KEY,
     ecn_counter_state,
 )
+from fabric.drivers.sonic_ports import natural_key, port_statuses
 from fabric.drivers.sonic_qos import QosNotApplied, plan_qos, read_qos_tables, verify_qos
 from fabric.emulator import CommandInterpreter, NeighborSpec, Switch, SwitchSpec, connect_fabric
-from fabric.emulator.database import APPL_DB, CONFIG_DB, COUNTERS_DB
+from fabric.emulator.database import APPL_DB, CONFIG_DB, COUNTERS_DB, STATE_DB
 from fabric.emulator.platform import ASIC_TYPE, CAGE_PORT_NAMES, HWSKU, PLATFORM, port_table
 from fabric.emulator.traffic import QUEUES_PER_PORT
 
@@ -210,11 +211,10 @@ def reset_emulated_fabric() -> None:
         _fabric = None
 
 
-def _int(value: str | None) -> int:
-    try:
-        return int(value) if value else 0
-    except ValueError:
-        return 0
+def _table(switch: Switch, db: str, prefix: str) -> dict[str, dict[str, str]]:
+    """One table's hashes keyed by what follows the prefix, as the SSH driver's dumps give."""
+    pattern = "".join("\\" + c if c in "*?[]\\" else c for c in prefix) + "*"
+    return {key[len(prefix):]: switch.db.hgetall(db, key) for key in switch.db.keys(db, pattern)}
 
 
 class EmulatedDriver(FabricDriver):
@@ -254,23 +254,9 @@ class EmulatedDriver(FabricDriver):
         switch, lock = self._switch()
         with lock:
             switch.tick()
-            result = []
-            for name in switch.ports:
-                config = switch.db.hgetall(CONFIG_DB, f"PORT|{name}")
-                appl = switch.db.hgetall(APPL_DB, f"PORT_TABLE:{name}")
-                result.append(
-                    PortStatus(
-                        name=name,
-                        alias=config.get("alias", ""),
-                        speed_mbps=_int(config.get("speed")),
-                        admin_up=config.get("admin_status") == "up",
-                        oper_up=appl.get("oper_status") == "up",
-                        mtu=_int(config.get("mtu")) or 9100,
-                        fec=config.get("fec", ""),
-                        lanes=config.get("lanes", ""),
-                    )
-                )
-        return result
+            tables = [_table(switch, db, prefix) for db, prefix in (
+                (CONFIG_DB, "PORT|"), (APPL_DB, "PORT_TABLE:"), (STATE_DB, "PORT_TABLE|"))]
+        return port_statuses(*tables)
 
     def counters(self) -> CounterSnapshot:
         switch, lock = self._switch()
@@ -280,21 +266,13 @@ class EmulatedDriver(FabricDriver):
             db = switch.db
             port_oids = db.hgetall(COUNTERS_DB, "COUNTERS_PORT_NAME_MAP")
             queue_oids = db.hgetall(COUNTERS_DB, "COUNTERS_QUEUE_NAME_MAP")
-            result = []
-            for name, oid in port_oids.items():
-                stats = db.hgetall(COUNTERS_DB, f"COUNTERS:{oid}")
-                ecn = {}
-                for queue in range(QUEUES_PER_PORT):
-                    queue_oid = queue_oids.get(f"{name}:{queue}")
-                    marked = queue_oid and db.hget(COUNTERS_DB, f"COUNTERS:{queue_oid}",
-                                                   ECN_MARKED_FIELD)
-                    if marked is not None and marked != "":
-                        ecn[queue] = _int(marked)
-                result.append(port_counters_from_sai(name, stats, ecn))
-            state = ecn_counter_state(db.hgetall(CONFIG_DB, FLEX_COUNTER_KEY),
-                                      db.hgetall("STATE_DB", CAPABILITY_KEY),
-                                      any(port.ecn_marked for port in result))
-        return CounterSnapshot(taken_at=taken_at, ports=tuple(result), ecn_counters=state)
+            counters = _table(switch, COUNTERS_DB, "COUNTERS:")
+            flex_group = db.hgetall(CONFIG_DB, FLEX_COUNTER_KEY)
+            capability = db.hgetall(STATE_DB, CAPABILITY_KEY)
+        return counter_snapshot(taken_at, port_oids, queue_oids, counters,
+                                range(QUEUES_PER_PORT),
+                                port_order=sorted(port_oids, key=natural_key),
+                                flex_group=flex_group, capability=capability)
 
     def lldp_neighbors(self) -> list[LldpNeighbor]:
         switch, lock = self._switch()

@@ -1,9 +1,14 @@
 """The SONiC driver: the switch's own CLI over SSH (asyncssh), for real switches and the emulator.
 
-Reads go through `sonic-db-cli` (CONFIG_DB, APPL_DB, COUNTERS_DB with its name maps) and JSON
-output (`vtysh ... json`), never through text tables; several database reads share one SSH
-round trip as a `;` list whose output is one line per read. Writes are the commands an operator
-types: `sudo config interface shutdown|startup`, `sudo config ecn`, `sudo config interface pfc
+Reads go through `sonic-db-dump -n <DB> -y -k '<pattern>'` (JSON, see `_dump_command`) and
+`vtysh ... json`, never through text tables nor `sonic-db-cli HGETALL`, whose reply formatter
+prints values unescaped (swss-common `common/redisreply.cpp`, `formatDictReply`), so one
+apostrophe, newline or backslash in a port description or an LLDP system description would
+make the line unreadable. Several dumps share one SSH round trip (`_dump_many`): `ports()`
+and `counters()` take one each, a poll (`ports_and_counters()`) one for both. Port state is
+read as intfutil reads it (fabric.drivers.sonic_ports) and an absent counter is None, as
+portstat's N/A (fabric.drivers.sonic_counters). Writes are the commands an operator types:
+`sudo config interface shutdown|startup`, `sudo config ecn`, `sudo config interface pfc
 priority`, `sudo config mmu`, `sudo config save -y`; fields those commands cannot set (the WRED
 profile's ECN mode, queue bindings, PFC headroom) are written with `sudo sonic-db-cli CONFIG_DB
 HSET`, which the switch's daemons pick up like any CONFIG_DB change.
@@ -20,7 +25,6 @@ its key appended to the file; after that its key is checked like any other.
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import fcntl
 import json
@@ -51,14 +55,14 @@ from fabric.drivers.base import (
     SwitchUnreachable,
     SwitchVersion,
 )
-from fabric.drivers.sonic_counters import port_counters_from_sai
+from fabric.drivers.sonic_counters import counter_snapshot
 from fabric.drivers.sonic_flex_counters import (
     CAPABILITY_KEY,
-    ECN_MARKED_FIELD,
     ENABLE_COMMAND,
     FLEX_COUNTER_KEY,
     ecn_counter_state,
 )
+from fabric.drivers.sonic_ports import natural_key, port_statuses
 from fabric.drivers.sonic_qos import QosNotApplied, plan_qos, read_qos_tables, verify_qos
 
 logger = logging.getLogger(__name__)
@@ -70,12 +74,26 @@ Hash = dict[str, str]
 _CALL_SLACK_SECONDS = 5.0
 # Writes per SSH round trip (see _run_chain).
 WRITE_BATCH_SIZE = 16
-# Reads per round trip: one command line of HGETALLs must stay well inside what a switch's
-# shell (and the emulator) accepts; a 116-port storage switch needs 348 reads per poll.
+# Dumps per round trip for raw key reads (db_hgetall_many): keeps one command line well inside
+# what a switch's shell accepts.
 READ_BATCH_SIZE = 128
-_NATURAL = re.compile(r"(\d+)")
-# Read with the counter name maps, in the same round trip.
-ECN_COUNTER_READS = (("CONFIG_DB", FLEX_COUNTER_KEY), ("STATE_DB", CAPABILITY_KEY))
+# Printed after each dump with its exit status. sonic-db-dump's JSON ends without a newline and
+# never contains a raw `@` outside a string literal, and the reader decodes the JSON before it
+# looks for the marker, so a value that holds the marker's text cannot end a section early.
+_DUMP_END = "@@sonic-db-dump-end"
+_DUMP_END_LINE = re.compile(re.escape(_DUMP_END) + r" (\d+)\n")
+_PORT_MARKERS = ("PortConfigDone", "PortInitDone")
+# What intfutil reads for `show interfaces status` (see fabric.drivers.sonic_ports).
+_PORT_DUMPS = [("CONFIG_DB", "PORT|*"), ("APPL_DB", "PORT_TABLE:*"), ("STATE_DB", "PORT_TABLE|*")]
+# Name maps and every COUNTERS hash (ports' and queues'): one KEYS pattern covers both.
+_COUNTER_DUMPS = [
+    ("COUNTERS_DB", "COUNTERS_PORT_NAME_MAP"),
+    ("COUNTERS_DB", "COUNTERS_QUEUE_NAME_MAP"),
+    ("COUNTERS_DB", "COUNTERS:oid:*"),
+    # Whether the switch collects ECN-marked queue counters (sonic_flex_counters.py).
+    ("CONFIG_DB", FLEX_COUNTER_KEY),
+    ("STATE_DB", CAPABILITY_KEY),
+]
 
 
 class SwitchHostKeyRejected(FabricError):
@@ -153,59 +171,33 @@ class SonicSshDriver(FabricDriver):
         )
 
     def ports(self) -> list[PortStatus]:
-        names = self._table_keys("CONFIG_DB", "PORT|")
-        reads = [("CONFIG_DB", f"PORT|{name}") for name in names]
-        reads += [("APPL_DB", f"PORT_TABLE:{name}") for name in names]
-        hashes = self.db_hgetall_many(reads)
-        config, appl = hashes[: len(names)], hashes[len(names) :]
-        return [
-            PortStatus(
-                name=name,
-                alias=entry.get("alias", ""),
-                speed_mbps=_int(entry.get("speed")),
-                admin_up=entry.get("admin_status", "down") == "up",
-                oper_up=state.get("oper_status") == "up",
-                mtu=_int(entry.get("mtu"), 9100),
-                fec=entry.get("fec", ""),
-                lanes=entry.get("lanes", ""),
-            )
-            for name, entry, state in zip(names, config, appl, strict=True)
-        ]
+        return _port_statuses(self._dump_many(_PORT_DUMPS))
 
     def counters(self) -> CounterSnapshot:
-        port_map, queue_map, flex_group, capability = self.db_hgetall_many(
-            [("COUNTERS_DB", "COUNTERS_PORT_NAME_MAP"), ("COUNTERS_DB", "COUNTERS_QUEUE_NAME_MAP"),
-             *ECN_COUNTER_READS]
-        )
-        taken_at = datetime.now(UTC)
-        names = sorted(port_map, key=natural_key)
-        queue_oids = [
-            (name, queue, queue_map[f"{name}:{queue}"])
-            for name in names
-            for queue in self.counter_queues
-            if f"{name}:{queue}" in queue_map
-        ]
-        reads = [("COUNTERS_DB", f"COUNTERS:{port_map[name]}") for name in names]
-        reads += [("COUNTERS_DB", f"COUNTERS:{oid}") for _, _, oid in queue_oids]
-        hashes = self.db_hgetall_many(reads)
-        port_stats, queue_stats = hashes[: len(names)], hashes[len(names) :]
-        ecn_marked: dict[str, dict[int, int]] = {name: {} for name in names}
-        for (name, queue, _), stats in zip(queue_oids, queue_stats, strict=True):
-            if ECN_MARKED_FIELD in stats:  # absent while the switch does not collect it
-                ecn_marked[name][queue] = _int(stats[ECN_MARKED_FIELD])
-        return CounterSnapshot(
-            ecn_counters=ecn_counter_state(flex_group, capability,
-                                           any(ecn_marked[name] for name in names)),
-            taken_at=taken_at,
-            ports=tuple(
-                port_counters_from_sai(name, stats, ecn_marked[name])
-                for name, stats in zip(names, port_stats, strict=True)
-            ),
+        return self._snapshot(self._dump_many(_COUNTER_DUMPS))
+
+    def ports_and_counters(self) -> tuple[list[PortStatus], CounterSnapshot]:
+        """Both in one round trip: six dumps on one command line."""
+        dumps = self._dump_many(_PORT_DUMPS + _COUNTER_DUMPS)
+        return _port_statuses(dumps[:3]), self._snapshot(dumps[3:])
+
+    def _snapshot(self, dumps: list[dict[str, Hash]]) -> CounterSnapshot:
+        port_map, queue_map, counters, flex_group, capability = dumps
+        names = port_map.get("COUNTERS_PORT_NAME_MAP", {})
+        return counter_snapshot(
+            datetime.now(UTC),
+            names,
+            queue_map.get("COUNTERS_QUEUE_NAME_MAP", {}),
+            _by_name(counters, "COUNTERS:"),
+            self.counter_queues,
+            port_order=sorted(names, key=natural_key),
+            flex_group=flex_group.get(FLEX_COUNTER_KEY, {}),
+            capability=capability.get(CAPABILITY_KEY, {}),
         )
 
     def lldp_neighbors(self) -> list[LldpNeighbor]:
-        ports = self._table_keys("APPL_DB", "LLDP_ENTRY_TABLE:")
-        entries = self.db_hgetall_many([("APPL_DB", f"LLDP_ENTRY_TABLE:{p}") for p in ports])
+        (entries,) = self._dump_many([("APPL_DB", "LLDP_ENTRY_TABLE:*")])
+        by_port = _by_name(entries, "LLDP_ENTRY_TABLE:")
         return [
             LldpNeighbor(
                 local_port=port,
@@ -214,8 +206,7 @@ class SonicSshDriver(FabricDriver):
                 remote_port_description=entry.get("lldp_rem_port_desc", ""),
                 remote_chassis_id=entry.get("lldp_rem_chassis_id", ""),
             )
-            for port, entry in zip(ports, entries, strict=True)
-            if entry  # the neighbor left between KEYS and HGETALL
+            for port, entry in sorted(by_port.items(), key=lambda item: natural_key(item[0]))
         ]
 
     def bgp_summary(self) -> list[BgpNeighbor]:
@@ -297,7 +288,9 @@ class SonicSshDriver(FabricDriver):
 
     def enable_ecn_counters(self) -> str:
         self.run_checked(ENABLE_COMMAND)
-        flex_group, capability = self.db_hgetall_many(ECN_COUNTER_READS)
+        flex_group, capability = self.db_hgetall_many(
+            [("CONFIG_DB", FLEX_COUNTER_KEY), ("STATE_DB", CAPABILITY_KEY)]
+        )
         if flex_group.get("FLEX_COUNTER_STATUS") != "enable":
             raise SwitchCommandFailed(ENABLE_COMMAND, 0, f"{FLEX_COUNTER_KEY} is {flex_group} "
                                                          "afterwards")
@@ -313,19 +306,40 @@ class SonicSshDriver(FabricDriver):
         return self.db_hgetall_many([(database, key)])[0]
 
     def db_hgetall_many(self, reads: Sequence[tuple[str, str]]) -> list[Hash]:
-        """HGETALL of many keys in one round trip: sonic-db-cli prints one dict line per read."""
+        """Many hashes by exact key ({} for a missing one), in few round trips."""
+        results: list[Hash] = []
+        for start in range(0, len(reads), READ_BATCH_SIZE):
+            batch = reads[start : start + READ_BATCH_SIZE]
+            dumps = self._dump_many([(database, _glob_escape(key)) for database, key in batch])
+            results += [dump.get(key, {}) for (_, key), dump in zip(batch, dumps, strict=True)]
+        return results
+
+    def _dump_many(self, reads: Sequence[tuple[str, str]]) -> list[dict[str, Hash]]:
+        """`sonic-db-dump` of each (database, key pattern) in one round trip: the hashes of
+        each, by key. A dump the switch refuses raises SwitchCommandFailed with its text."""
         if not reads:
             return []
-        commands = [f'sonic-db-cli {database} HGETALL "{key}"' for database, key in reads]
-        lines = [
-            line
-            for start in range(0, len(commands), READ_BATCH_SIZE)
-            for line in self._run_lines(commands[start : start + READ_BATCH_SIZE])
-        ]
+        command = "; ".join(
+            f"{_dump_command(database, pattern)}; echo \"{_DUMP_END} $?\""
+            for database, pattern in reads
+        )
+        result = self._run(command)
+        stdout = result.stdout or ""
         try:
-            return [_parse_hash(line) for line in lines]
-        except (ValueError, SyntaxError):
-            raise SwitchCommandFailed("sonic-db-cli HGETALL", 0, "unparsable output") from None
+            sections = _split_dumps(stdout, len(reads))
+        except ValueError as error:
+            raise SwitchCommandFailed("sonic-db-dump", result.exit_status or -1,
+                                      f"{error}\n{result.stderr or ''}") from None
+        dumps: list[dict[str, Hash]] = []
+        for (database, pattern), (status, table) in zip(reads, sections, strict=True):
+            if status != 0:
+                raise SwitchCommandFailed(_dump_command(database, pattern), status,
+                                          result.stderr or "")
+            dumps.append({
+                key: entry["value"] for key, entry in table.items()
+                if isinstance(entry, dict) and entry.get("type") == "hash"
+            })
+        return dumps
 
     def _read_tables(self, database: str, tables: Sequence[str]) -> dict[str, Hash]:
         """Every entry of some tables, by full key."""
@@ -514,22 +528,54 @@ def _record_host_key(target: SwitchTarget, key: asyncssh.SSHKey | None) -> None:
 # -- parsing -------------------------------------------------------------------------------------
 
 
-def natural_key(name: str) -> list:
-    """Ethernet8 before Ethernet16."""
-    return [int(part) if part.isdigit() else part for part in _NATURAL.split(name)]
+def _dump_command(database: str, pattern: str) -> str:
+    """sonic-buildimage `sonic_py_common/sonic_db_dump_load.py` (`sonic_db_dump_load`):
+    `-n` the database, `-k` a Redis KEYS glob, `-y` redisdl's pretty encoder (sorted keys,
+    `ensure_ascii`). The pattern is single-quoted for the switch's shell."""
+    quoted = "'" + pattern.replace("'", "'\\''") + "'"
+    return f"sonic-db-dump -n {database} -y -k {quoted}"
 
 
-# CPython 3.11's parser is not safe to enter from many threads at once ("AST constructor
-# recursion depth mismatch", seen when 16 poll threads parsed counters together): one at a time.
-_LITERAL_EVAL_LOCK = threading.Lock()
+def _split_dumps(stdout: str, count: int) -> list[tuple[int, dict]]:
+    """(exit status, parsed JSON) of each of `count` dumps, each followed by its end marker.
+
+    A dump that failed printed nothing on stdout (its traceback went to stderr)."""
+    decoder = json.JSONDecoder()
+    position = 0
+    sections: list[tuple[int, dict]] = []
+    for _ in range(count):
+        while position < len(stdout) and stdout[position] in " \t\r\n":
+            position += 1
+        table: dict = {}
+        if not stdout.startswith(_DUMP_END, position):
+            table, position = decoder.raw_decode(stdout, position)
+            if not isinstance(table, dict):
+                raise ValueError("sonic-db-dump printed JSON that is not an object")
+        marker = _DUMP_END_LINE.match(stdout, position)
+        if marker is None:
+            raise ValueError(f"sonic-db-dump output not understood at character {position}")
+        sections.append((int(marker.group(1)), table))
+        position = marker.end()
+    return sections
 
 
-def _parse_hash(line: str) -> Hash:
-    """One `sonic-db-cli ... HGETALL` output line: a Python dict literal of strings."""
-    if not line.strip():
-        return {}
-    with _LITERAL_EVAL_LOCK:
-        return ast.literal_eval(line)
+def _port_statuses(dumps: list[dict[str, Hash]]) -> list[PortStatus]:
+    config, appl, state = dumps
+    return port_statuses(_by_name(config, "PORT|"), _by_name(appl, "PORT_TABLE:"),
+                         _by_name(state, "PORT_TABLE|"))
+
+
+def _by_name(table: dict[str, Hash], prefix: str) -> dict[str, Hash]:
+    """A dump's hashes keyed by what follows the table prefix (the port name, the oid)."""
+    return {
+        key[len(prefix) :]: value for key, value in table.items()
+        if key.startswith(prefix) and key[len(prefix) :] not in _PORT_MARKERS
+    }
+
+
+def _glob_escape(key: str) -> str:
+    """A Redis KEYS pattern matching exactly `key`."""
+    return "".join("\\" + char if char in "*?[]\\" else char for char in key)
 
 
 def _int(value: Any, default: int = 0) -> int:

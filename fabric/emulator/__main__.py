@@ -12,6 +12,7 @@ import signal
 from pathlib import Path
 
 from .database import DB_NAMES, RedisDatabase
+from .dump import load_dump
 from .server import DEFAULT_PASSWORD, DatabaseFactory, serve_fabric
 from .spec import SwitchSpec, generic_specs, load_specs
 
@@ -22,6 +23,9 @@ def _parser() -> argparse.ArgumentParser:
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--spec", type=Path, help="JSON file describing the switches")
     which.add_argument("--switches", type=int, metavar="N", help="N unwired switches sw01..swN")
+    which.add_argument("--from-dump", type=Path, action="append", metavar="DIR",
+                       help="serve a switch from sonic-db-dump -y files in DIR (config_db.json, "
+                            "appl_db.json, state_db.json, counters_db.json); repeatable")
     parser.add_argument("--keys", type=Path, required=True,
                         help="directory holding each switch's SSH host key (created if needed)")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
@@ -52,11 +56,15 @@ def _database_factory(args: argparse.Namespace) -> DatabaseFactory | None:
 
 
 async def _serve(args: argparse.Namespace) -> None:
-    specs = load_specs(args.spec) if args.spec else generic_specs(args.switches)
+    if args.from_dump:
+        specs, dumps = [], [load_dump(directory) for directory in args.from_dump]
+    else:
+        specs = load_specs(args.spec) if args.spec else generic_specs(args.switches)
+        dumps = []
     server = await serve_fabric(
         specs, host_key_dir=args.keys, host=args.host, base_port=args.base_port,
         authorized_keys=args.authorized_keys, password=args.password,
-        database=_database_factory(args),
+        database=_database_factory(args), dumps=dumps,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -16,6 +16,7 @@ from .tools.common import CommandResult, Context, Handler, fail, ok
 from .tools.config import config
 from .tools.counterpoll import counterpoll
 from .tools.dbcli import sonic_db_cli
+from .tools.dbdump import sonic_db_dump
 from .tools.qos import ecnconfig
 from .tools.show import intfutil, portstat, queuestat, show
 from .tools.vtysh import vtysh
@@ -29,9 +30,13 @@ TOOLS: dict[str, Handler] = {
     "queuestat": queuestat,
     "show": show,
     "sonic-db-cli": sonic_db_cli,
+    "sonic-db-dump": sonic_db_dump,
     "vtysh": vtysh,
 }
 _UNSUPPORTED = ("|", "&", ">", "<")
+# `$?` outside single quotes becomes this marker while the line is split, and the previous
+# command's exit status when the command runs; no other expansion is emulated.
+_LAST_STATUS = "\x00?"
 _ROOT_SHELL = (["-s"], ["-i"], ["su"], ["su", "-"], ["bash"])
 
 __all__ = ["TOOLS", "CommandInterpreter", "CommandResult"]
@@ -62,6 +67,10 @@ def split_list(line: str) -> list[tuple[str | None, str]]:
         pair = line[index:index + 2]
         if quote is None and char == "\\" and index + 1 < len(line):
             current.append(pair)
+            index += 2
+            continue
+        if pair == "$?" and quote != "'":
+            current.append(_LAST_STATUS)
             index += 2
             continue
         if quote is not None:
@@ -160,6 +169,7 @@ class CommandInterpreter:
         operator, argv = commands[index]
         if (operator == "&&" and status != 0) or (operator == "||" and status == 0):
             return self._run_list(commands, index + 1, status)
+        argv = [word.replace(_LAST_STATUS, str(status)) for word in argv]
         return _after(self._run_command(argv),
                       lambda code: self._run_list(commands, index + 1, code))
 

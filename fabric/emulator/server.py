@@ -21,6 +21,7 @@ import asyncssh
 
 from .commands import CommandInterpreter
 from .database import Database
+from .dump import SwitchDump
 from .platform import KERNEL_VERSION
 from .spec import SwitchSpec
 from .switch import Switch, connect_fabric
@@ -296,19 +297,24 @@ async def serve_fabric(
     password: str = DEFAULT_PASSWORD,
     database: DatabaseFactory | None = None,
     clock: Callable[[], float] = time.monotonic,
+    dumps: list[SwitchDump] | None = None,
 ) -> FabricServer:
     """Boot the switches, cable those that name each other, and start their SSH listeners.
 
     Switch i listens on `base_port + i`, or on a port the OS picks when `base_port` is 0.
     `authorized_keys` is an OpenSSH authorized_keys file (or parsed keys) for user admin;
-    `database` makes each switch's database (in memory when None).
+    `database` makes each switch's database (in memory when None). `dumps` adds switches
+    served from database dumps (fabric.emulator.dump), after those of `switches`.
     """
-    names = [spec.hostname for spec in switches]
+    dumped = [(dump.spec(), dump) for dump in dumps or []]
+    names = [spec.hostname for spec in switches] + [spec.hostname for spec, _ in dumped]
     if len(set(names)) != len(names):
         raise ValueError("switch hostnames must be unique")
     if isinstance(authorized_keys, str | Path):
         authorized_keys = asyncssh.read_authorized_keys(str(authorized_keys))
     booted = [Switch(spec, database(spec) if database else None, clock) for spec in switches]
+    booted += [Switch(spec, database(spec) if database else None, clock, dump=dump)
+               for spec, dump in dumped]
     connect_fabric(booted)
     server = FabricServer(host, password, authorized_keys)
     key_dir = Path(host_key_dir)

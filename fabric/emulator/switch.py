@@ -5,6 +5,10 @@ change CONFIG_DB and then call `reconcile()`, which plays the part of portmgrd/p
 orchagent by deriving APPL_DB and STATE_DB from it. A port is oper up when it is admin up, has
 something cabled to it, the cable is intact, and, when the far end is another emulated switch,
 that end is admin up too.
+
+A switch built from database dumps (`dump=`, fabric.emulator.dump) has the ports its CONFIG_DB
+lists instead of the built-in platform's, starts with the dumped APPL_DB, STATE_DB and
+COUNTERS_DB as they are, and derives state again only for what a command changes.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from datetime import UTC, datetime
 from .bgp import BgpSession, summary_json
 from .database import APPL_DB, CONFIG_DB, COUNTERS_DB, STATE_DB, Database, Hash, MemoryDatabase
 from .defaults import BUFFER_PROFILES, initial_config
+from .dump import SwitchDump
 from .platform import (
     DEBIAN_VERSION,
     HWSKU,
@@ -102,12 +107,16 @@ class Switch:
         spec: SwitchSpec,
         database: Database | None = None,
         clock: Callable[[], float] = time.monotonic,
+        dump: SwitchDump | None = None,
     ) -> None:
         self.spec = spec
         self.name = spec.hostname
         self.db = database if database is not None else MemoryDatabase()
         self._clock = clock
-        self.ports: dict[str, PortInfo] = port_table(spec.breakout)
+        # A dumped switch is the hardware its CONFIG_DB describes, not the built-in platform.
+        self.dump = dump
+        self.ports: dict[str, PortInfo] = dump.ports() if dump else port_table(spec.breakout)
+        self.version_info = dict(dump.version) if dump else {}
         self._check_ports_exist([n.port for n in spec.neighbors], "neighbor")
         self._check_ports_exist([p.port for p in spec.bgp_peers if p.port], "BGP peer")
         self.base_mac = derived_mac(spec.hostname)
@@ -129,15 +138,35 @@ class Switch:
         self._flowing: set[str] = set()
         self._callbacks: list[OperChangeCallback] = []
         self._bgp: list[BgpSession] = []
-        self.port_oids = {name: f"oid:0x{_PORT_OID_BASE + i:x}" for i, name in
-                          enumerate(self.ports, start=1)}
-        self.queue_oids = {
-            name: [f"oid:0x{_QUEUE_OID_BASE + number * 0x100 + queue:x}"
-                   for queue in range(QUEUES_PER_PORT)]
-            for number, name in enumerate(self.ports)
-        }
+        # The ports' port-config snapshot as portmgrd last applied it (see reconcile()).
+        self._applied: dict[str, Hash] = {}
+        # A dumped switch's counters as dumped: traffic adds to them, and a hash or field the
+        # dump lacks stays absent (the platform does not count it). None: counters from zero.
+        self._counter_base: dict[str, Hash] | None = None
+        if dump is None:
+            self.port_oids = {name: f"oid:0x{_PORT_OID_BASE + i:x}" for i, name in
+                              enumerate(self.ports, start=1)}
+            self.queue_oids: dict[str, dict[int, str]] = {
+                name: {queue: f"oid:0x{_QUEUE_OID_BASE + number * 0x100 + queue:x}"
+                       for queue in range(QUEUES_PER_PORT)}
+                for number, name in enumerate(self.ports)
+            }
+        else:
+            counters = dump.databases[COUNTERS_DB]
+            self.port_oids = {name: oid for name, oid in
+                              counters.get("COUNTERS_PORT_NAME_MAP", {}).items()
+                              if name in self.ports}
+            self.queue_oids = {name: {} for name in self.port_oids}
+            for entry, oid in counters.get("COUNTERS_QUEUE_NAME_MAP", {}).items():
+                name, _, queue = entry.rpartition(":")
+                if name in self.queue_oids and queue.isdigit() and int(queue) < QUEUES_PER_PORT:
+                    self.queue_oids[name][int(queue)] = oid
+            self._counter_base = {key.removeprefix("COUNTERS:"): value
+                                  for key, value in counters.items()
+                                  if key.startswith("COUNTERS:oid:")}
         self.saved_configs: dict[str, dict[str, Hash]] = {}
         self._counting_ecn: bool | None = None
+        self.files: dict[str, str] = {}  # what commands wrote with -o/--output
         self._boot()
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -152,7 +181,10 @@ class Switch:
         self.boot_time = self._clock()
         self._last_tick = self.boot_time
         self.db.flush_all()
-        config = initial_config(self.spec, self.ports, self.base_mac)
+        if self.dump is not None:
+            config = dict(self.dump.databases[CONFIG_DB])
+        else:
+            config = initial_config(self.spec, self.ports, self.base_mac)
         self.db.hset_many(CONFIG_DB, config)
         self.saved_configs[DEFAULT_CONFIG_FILE] = config
         self._start_services()
@@ -165,14 +197,35 @@ class Switch:
         self._flaps = {}
         self.traffic.reset()
         self._bgp = [BgpSession(peer) for peer in self.spec.bgp_peers]  # bgpd restarts too
-        self._write_static_state()
+        if self.dump is not None:
+            self._restore_dumped_state()
+        else:
+            self._applied = {}
+            self._write_static_state()
         self.reconcile()
         now = self._clock()
         for session in self._bgp:
             if session.spec.port is None or self._oper.get(session.spec.port, False):
                 session.establish(now)
         self._flowing = set()
-        self._write_zero_counters()
+        if self.dump is None:
+            self._write_zero_counters()
+
+    def _restore_dumped_state(self) -> None:
+        """APPL_DB, STATE_DB and COUNTERS_DB as dumped; admin and oper state as they say, and
+        every CONFIG_DB port taken as already applied, so the dump's own state stays as it is
+        until a command changes CONFIG_DB."""
+        assert self.dump is not None
+        for db in (APPL_DB, STATE_DB, COUNTERS_DB):
+            self.db.hset_many(db, {key: value for key, value in self.dump.databases[db].items()
+                                   if value})
+        config = self.db.dump(CONFIG_DB)
+        for name in self.ports:
+            entry = config.get(f"PORT|{name}", {})
+            appl = self.db.hgetall(APPL_DB, f"PORT_TABLE:{name}")
+            self._admin[name] = entry.get("admin_status", "down") == "up"
+            self._oper[name] = appl.get("oper_status") == "up"
+            self._applied[name] = {f: entry[f] for f in _COPIED_PORT_FIELDS if f in entry}
 
     def _write_static_state(self) -> None:
         queue_names: Hash = {}
@@ -180,7 +233,7 @@ class Switch:
         queue_indexes: Hash = {}
         queue_types: Hash = {}
         for name, oids in self.queue_oids.items():
-            for queue, oid in enumerate(oids):
+            for queue, oid in oids.items():
                 queue_names[f"{name}:{queue}"] = oid
                 queue_ports[oid] = self.port_oids[name]
                 queue_indexes[oid] = str(queue)
@@ -262,24 +315,42 @@ class Switch:
         """
         config = self.db.dump(CONFIG_DB)
         previous_admin = dict(self._admin)
+        # portsyncd/portmgrd act on the ports CONFIG_DB has: a port removed from it loses its
+        # APPL_DB and STATE_DB rows, and none is ever created for a port it does not have.
+        present = [name for name in self.ports if f"PORT|{name}" in config]
+        removed = [name for name in self.ports
+                   if name not in present and (name in self._applied or name in self._admin)]
         port_fields: dict[str, Hash] = {}
-        for name in self.ports:
-            entry = config.get(f"PORT|{name}", {})
+        for name in present:
+            entry = config[f"PORT|{name}"]
             self._admin[name] = entry.get("admin_status", "down") == "up"
             port_fields[name] = {f: entry[f] for f in _COPIED_PORT_FIELDS if f in entry}
+        for name in removed:  # a removed port carries nothing and has no neighbor any more
+            self._admin[name] = self._oper[name] = False
+            self._applied.pop(name, None)
+        if removed:
+            self.db.delete(APPL_DB, *(f"PORT_TABLE:{name}" for name in removed))
+            self.db.delete(STATE_DB, *(f"PORT_TABLE|{name}" for name in removed))
         self._qos = _qos_view(config, self.ports)
         self._publish_buffers(config)
         self._update_ecn_counting(config)
-        changed = [name for name in self.ports if self._update_oper(name)]
+        changed = [name for name in present if self._update_oper(name)]
+        # Like portmgrd, write only what changed since it was last applied (all ports after a
+        # (re)start); a dumped switch's recorded state is left alone otherwise.
+        touched = [name for name in present
+                   if name in changed or self._applied.get(name) != port_fields[name]]
         self.db.hset_many(APPL_DB, {
             f"PORT_TABLE:{name}": {**port_fields[name], **self._oper_fields(name)}
-            for name in self.ports
+            for name in touched
         })
-        self.db.hset_many(STATE_DB, {f"PORT_TABLE|{name}": self._state_fields(name, fields)
-                                     for name, fields in port_fields.items()})
-        self._publish_lldp(list(self.ports))
+        self.db.hset_many(STATE_DB, {f"PORT_TABLE|{name}": self._state_fields(name,
+                                                                               port_fields[name])
+                                     for name in touched})
+        for name in touched:
+            self._applied[name] = port_fields[name]
+        self._publish_lldp(touched)
         self._after_oper_changes(changed)
-        for name in self.ports:
+        for name in present:
             partner = self._partners.get(name)
             if partner and previous_admin.get(name) != self._admin[name]:
                 partner.switch._partner_changed(partner.port)
@@ -292,11 +363,13 @@ class Switch:
         previous, self._counting_ecn = self._counting_ecn, counting
         if previous is None or previous == counting:
             return
-        for name in self.ports:
-            for queue, queue_oid in enumerate(self.queue_oids[name]):
+        for name in self.port_oids:
+            for queue, queue_oid in self.queue_oids[name].items():
                 key = f"COUNTERS:{queue_oid}"
                 if counting:
-                    self.db.hset(COUNTERS_DB, key, self.traffic.queue(name, queue).as_sai())
+                    stats = self._counter_hash(queue_oid, self.traffic.queue(name, queue).as_sai())
+                    if stats:
+                        self.db.hset(COUNTERS_DB, key, stats)
                 else:
                     self.db.hdel(COUNTERS_DB, key, *_WRED_QUEUE_FIELDS)
 
@@ -398,8 +471,8 @@ class Switch:
 
     def _partner_changed(self, port: str) -> None:
         """Something on the wire changed: recompute and publish one port's oper state."""
-        if not self._update_oper(port):
-            return
+        if not self._update_oper(port) or port not in self._applied:
+            return  # unchanged, or a port CONFIG_DB does not have: no state is published
         self.db.hset(APPL_DB, f"PORT_TABLE:{port}", self._oper_fields(port))
         self.db.hset(STATE_DB, f"PORT_TABLE|{port}", {
             "netdev_oper_status": "up" if self._oper[port] else "down",
@@ -442,7 +515,7 @@ class Switch:
     def _after_oper_changes(self, ports: list[str]) -> None:
         now = self._clock()
         for port in ports:
-            if not self._oper[port]:
+            if not self._oper[port] and port in self.port_oids:
                 # port_rates.lua reports zero at its next pass; no need to wait for traffic.
                 self.db.hset(COUNTERS_DB, f"RATES:{self.port_oids[port]}", _ZERO_RATES)
             for session in self._bgp:
@@ -551,9 +624,21 @@ class Switch:
         for name, oid in self.port_oids.items():
             entries[f"COUNTERS:{oid}"] = _ZERO_PORT_COUNTERS
             entries[f"RATES:{oid}"] = _ZERO_RATES
-            for queue_oid in self.queue_oids[name]:
+            for queue_oid in self.queue_oids[name].values():
                 entries[f"COUNTERS:{queue_oid}"] = self._queue_stats(_ZERO_QUEUE_COUNTERS)
         self.db.hset_many(COUNTERS_DB, entries)
+
+    def _counter_hash(self, oid: str, counted: Hash) -> Hash | None:
+        """What syncd publishes for an object: the traffic model's counts, added to a dumped
+        switch's counters for the fields its dump has (None: the dump has no such hash)."""
+        if self._counter_base is None:
+            return counted
+        base = self._counter_base.get(oid)
+        if base is None:
+            return None
+        return {field: str(int(value) + int(counted[field]))
+                if field in counted and value.isdigit() else value
+                for field, value in base.items()}
 
     def _write_counters(self) -> None:
         """Publish COUNTERS and RATES of ports that carry or just stopped carrying traffic.
@@ -565,11 +650,14 @@ class Switch:
         for name, oid in self.port_oids.items():
             if name not in flowing and name not in self._flowing:
                 continue
-            entries[f"COUNTERS:{oid}"] = self.traffic.counters(name).as_sai()
+            stats = self._counter_hash(oid, self.traffic.counters(name).as_sai())
+            if stats:
+                entries[f"COUNTERS:{oid}"] = stats
             entries[f"RATES:{oid}"] = self.traffic.rates(name).as_rates_hash()
-            for queue, queue_oid in enumerate(self.queue_oids[name]):
-                entries[f"COUNTERS:{queue_oid}"] = self._queue_stats(
-                    self.traffic.queue(name, queue).as_sai())
+            for queue, queue_oid in self.queue_oids[name].items():
+                stats = self._counter_hash(queue_oid, self.traffic.queue(name, queue).as_sai())
+                if stats:
+                    entries[f"COUNTERS:{queue_oid}"] = self._queue_stats(stats)
         self.db.hset_many(COUNTERS_DB, entries)
         self._flowing = flowing
 

@@ -48,5 +48,48 @@ def percent(value) -> str:
 
 
 @register.filter
-def total(values) -> float:
-    return sum(values or [])
+def total(values) -> float | None:
+    """Sum of the known values; None (shown n/a) when the switch reports none of them."""
+    known = [value for value in values or [] if value is not None]
+    return sum(known) if known or not values else None
+
+
+@register.filter
+def counter(value) -> str:
+    """A cumulative counter; "n/a" where the switch does not report it, as portstat prints."""
+    if value is None:
+        return "n/a"
+    return "" if value == "" else str(value)
+
+
+_INTENT_LABELS = {"admin_up": "admin", "speed_mbps": "speed", "fec": "FEC"}
+
+
+def _intent_value(field: str, value) -> str:
+    if field == "admin_up":
+        return "up" if value else "down"
+    if field == "speed_mbps" and isinstance(value, int):
+        return f"{value / 1000:g}G"
+    return str(value)
+
+
+@register.filter
+def intent_summary(differences) -> str:
+    """`{field: {configured, actual}}` as "speed: configured 40G, running 25G; ..."."""
+    return "; ".join(
+        f"{_INTENT_LABELS.get(field, field)}: configured "
+        f"{_intent_value(field, values.get('configured'))}, running "
+        f"{_intent_value(field, values.get('actual'))}"
+        for field, values in (differences or {}).items()
+    )
+
+
+@register.filter
+def speed(mbps) -> str:
+    """Mb/s as intfutil prints it (25G, 2.5G); n/a when unknown."""
+    if mbps is None:
+        return "n/a"
+    if mbps == "":
+        return ""
+    mbps = int(mbps)
+    return f"{mbps}M" if mbps < 1000 else f"{mbps / 1000:g}G"

@@ -234,3 +234,109 @@ def test_a_driver_that_cannot_be_loaded_fails_each_switch_not_the_poll(small_fle
     assert result.failed == ["spine-1", "spine-2"]
     state = SwitchPollState.objects.get(switch__hostname="spine-1")
     assert "ModuleNotFoundError" in state.last_error
+
+
+# -- unknown is not zero (issue 14 item 2), port state as intfutil reads it (item 3) ------------
+
+
+def _status(name="Ethernet0", speed=400_000, **extra):
+    from fabric.drivers.base import PortStatus
+
+    return PortStatus(name, "", speed, admin_up=True, oper_up=True, **extra)
+
+
+def test_a_counter_hash_that_disappears_and_returns_is_neither_a_reset_nor_a_rate():
+    from datetime import UTC, datetime
+
+    from fabric.polling import latest_row
+
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    seen = latest_row(1, _status(), PortCounters("Ethernet0", 10**15, 10**15), start, None)
+    gone = latest_row(1, _status(), PortCounters("Ethernet0", None, None),
+                      start + timedelta(seconds=60), seen)
+    assert gone["in_octets"] is None and gone["in_bytes_per_second"] is None
+    assert not gone["counter_reset"] and gone["utilization"] is None
+    back = latest_row(1, _status(), PortCounters("Ethernet0", 10**15 + 6_000, 10**15),
+                      start + timedelta(seconds=120), gone)
+    # Read as 0 while missing, the return looked like 10**15 bytes in a minute (~17 TB/s).
+    assert back["in_bytes_per_second"] is None and not back["counter_reset"]
+    steady = latest_row(1, _status(), PortCounters("Ethernet0", 10**15 + 12_000, 10**15),
+                        start + timedelta(seconds=180), back)
+    assert steady["in_bytes_per_second"] == 100 and steady["out_bytes_per_second"] == 0
+
+
+def test_a_counter_the_platform_does_not_report_stays_unknown():
+    from fabric.drivers.sonic_counters import port_counters_from_sai
+
+    stats = {"SAI_PORT_STAT_IF_IN_OCTETS": "5", "SAI_PORT_STAT_IF_OUT_OCTETS": "7",
+             "SAI_PORT_STAT_IF_IN_ERRORS": "0", "SAI_PORT_STAT_IF_IN_UCAST_PKTS": "3",
+             "SAI_PORT_STAT_PFC_3_RX_PKTS": "9"}
+    counters = port_counters_from_sai("Ethernet0", stats, {3: None})
+    assert counters.out_errors is None and counters.in_errors == 0
+    assert counters.in_packets is None  # portstat: N/A when one counter of the sum is missing
+    assert counters.pfc_rx[3] == 9 and counters.pfc_rx[0] is None
+    assert port_counters_from_sai("Ethernet0", None, {}).in_octets is None
+
+
+def test_utilisation_uses_the_running_speed_and_intent_differences_are_kept():
+    from datetime import UTC, datetime
+
+    from fabric.polling import latest_row
+
+    status = _status(speed=25_000, configured_speed_mbps=40_000, configured_admin_up=True,
+                     fec="none", configured_fec="rs")
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    first = latest_row(1, status, PortCounters("Ethernet0", 0, 0), start, None)
+    # 1.5 GB/s on a port running 25G (3.125 GB/s), configured 40G (5 GB/s).
+    second = latest_row(1, status, PortCounters("Ethernet0", 90 * 10**9, 0),
+                        start + timedelta(seconds=60), first)
+    assert second["utilization"] == pytest.approx(0.48)
+    assert second["intent_differences"] == {
+        "speed_mbps": {"configured": 40_000, "actual": 25_000},
+        "fec": {"configured": "rs", "actual": "none"},
+    }
+
+
+def test_a_port_missing_from_the_counter_map_is_a_finding_not_a_gap(small_fleet, emulated,
+                                                                    api_as, make_user):
+    from django.test import Client
+
+    from fabric.hooks import register_fabric_finding_listener, unregister_fabric_finding_listener
+    from portal.models import Role
+
+    leaf = emulated.switches["leaf-p1-r0"]
+    leaf.db.hdel("COUNTERS_DB", "COUNTERS_PORT_NAME_MAP", "Ethernet4")
+    inventory = set(SwitchPort.objects.filter(switch__hostname="leaf-p1-r0")
+                    .values_list("name", flat=True))
+    # An uncabled port: traffic never rewrites its counters.
+    idle = next(name for name in leaf.ports if name in inventory and leaf.neighbor(name) is None)
+    oid = leaf.port_oids[idle]
+    leaf.db.hdel("COUNTERS_DB", f"COUNTERS:{oid}", "SAI_PORT_STAT_IF_OUT_ERRORS")
+    leaf.db.hset("STATE_DB", "PORT_TABLE|Ethernet0", {"speed": "25000"})
+    findings = []
+    register_fabric_finding_listener(findings.append)
+    try:
+        poll_every_minute(emulated, 2)
+    finally:
+        unregister_fabric_finding_listener(findings.append)
+    row = latest("leaf-p1-r0", "Ethernet4")
+    assert not row.counters_mapped and row.in_octets is None and row.utilization is None
+    assert latest("leaf-p1-r0", idle).out_errors is None
+    state = SwitchPollState.objects.get(switch__hostname="leaf-p1-r0")
+    assert state.unmapped_ports == ["Ethernet4"]
+    assert [(f.kind, f.ports) for f in findings] == [
+        ("counters_unmapped", ("leaf-p1-r0:Ethernet4",))]  # told once, not at every poll
+    running = latest("leaf-p1-r0", "Ethernet0")
+    assert running.speed_mbps == 25_000
+    assert running.intent_differences["speed_mbps"] == {"configured": 400_000, "actual": 25_000}
+    api = api_as(Role.OPERATOR)
+    ports = api.get("/api/fabric/ports/?switch=leaf-p1-r0&page_size=200").json()["results"]
+    by_name = {port["name"]: port["counters"] for port in ports}
+    assert by_name["Ethernet4"]["in_octets"] is None
+    assert by_name[idle]["out_errors"] is None
+    assert by_name["Ethernet0"]["intent_differences"]["speed_mbps"]["actual"] == 25_000
+    browser = Client()
+    browser.force_login(make_user(Role.OPERATOR))
+    page = browser.get("/fabric/switches/leaf-p1-r0/").content.decode()
+    assert "speed: configured 400G, running 25G" in page
+    assert "no counters (not in COUNTERS_PORT_NAME_MAP)" in page and "n/a" in page

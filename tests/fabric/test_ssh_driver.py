@@ -11,7 +11,12 @@ from pathlib import Path
 import pytest
 
 from fabric.credentials import CredentialsUnavailable, load_credentials
-from fabric.drivers.base import SwitchTarget, SwitchUnreachable, get_fabric_driver
+from fabric.drivers.base import (
+    SwitchCommandFailed,
+    SwitchTarget,
+    SwitchUnreachable,
+    get_fabric_driver,
+)
 from fabric.drivers.ssh import (
     SonicSshDriver,
     SwitchAuthenticationFailed,
@@ -285,27 +290,156 @@ def test_credentials_store_errors_name_the_reference_not_the_secret(settings, tm
     assert load_credentials("").password == "from-yaml"
 
 
-def test_counter_reads_are_split_into_bounded_round_trips(trusted_emulator, monkeypatch):
-    """A storage switch's 348 reads once overflowed one command line; batches must add up."""
-    from fabric.drivers import ssh
+@pytest.mark.emulator
+def test_hostile_values_read_back_exactly_over_ssh(trusted_emulator):
+    """Values sonic-db-cli prints unescaped: an apostrophe in a port description once failed
+    the whole port read, a multi-line LLDP system description lost every neighbor."""
+    from tests.fabric.test_sonic_db_dump import HOSTILE
 
-    whole = {
-        port.name: port.in_octets
-        for port in ssh.SonicSshDriver(leaf_target(trusted_emulator)).counters().ports
-    }
-    monkeypatch.setattr(ssh, "READ_BATCH_SIZE", 7)
-    split = ssh.SonicSshDriver(leaf_target(trusted_emulator)).counters().ports
-    assert [port.name for port in split] == list(whole)
-    assert all(port.in_octets >= whole[port.name] for port in split)  # counters only grow
+    def plant(switch):
+        switch.db.hset("CONFIG_DB", "PORT|Ethernet8", HOSTILE)
+        switch.db.hset("APPL_DB", "PORT_TABLE:Ethernet8", HOSTILE)
+        switch.db.hset("APPL_DB", "LLDP_ENTRY_TABLE:Ethernet8", {
+            "lldp_rem_sys_desc": HOSTILE["multi_line"],
+            "lldp_rem_port_desc": HOSTILE["both_quotes"],
+            "lldp_rem_chassis_id": HOSTILE["empty"],
+            "lldp_rem_sys_name": HOSTILE["non_ascii"],
+        })
+
+    trusted_emulator.sync(plant, trusted_emulator.server.switches["leaf01"])
+    driver = SonicSshDriver(leaf_target(trusted_emulator))
+    try:
+        ports = {port.name: port for port in driver.ports()}
+        assert set(ports) == set(trusted_emulator.server.switches["leaf01"].ports)
+        assert ports["Ethernet8"].oper_up
+        neighbors = {n.local_port: n for n in driver.lldp_neighbors()}
+        assert set(neighbors) == {"Ethernet0", "Ethernet4", "Ethernet8"}
+        assert neighbors["Ethernet8"].remote_port_description == HOSTILE["both_quotes"]
+        assert neighbors["Ethernet8"].remote_system_name == HOSTILE["non_ascii"]
+        assert neighbors["Ethernet8"].remote_chassis_id == ""
+        hashes = driver.db_hgetall_many([("CONFIG_DB", "PORT|Ethernet8"),
+                                         ("APPL_DB", "NO_SUCH_TABLE:x")])
+        assert {name: hashes[0][name] for name in HOSTILE} == HOSTILE
+        assert hashes[1] == {}
+    finally:
+        driver.close()
 
 
-def test_hash_lines_parse_safely_from_many_threads():
-    from concurrent.futures import ThreadPoolExecutor
+@pytest.mark.emulator
+def test_a_refused_dump_fails_with_the_switch_text(trusted_emulator):
+    driver = SonicSshDriver(leaf_target(trusted_emulator))
+    try:
+        with pytest.raises(SwitchCommandFailed) as failure:
+            driver.db_hgetall("NO_DB", "x")
+        assert failure.value.exit_status == 1
+        assert "Failed to find NO_DB database" in failure.value.output
+    finally:
+        driver.close()
 
-    from fabric.drivers.ssh import _parse_hash
 
-    line = repr({f"SAI_PORT_STAT_PFC_{n}_RX_PKTS": str(n * 7) for n in range(300)})
-    with ThreadPoolExecutor(max_workers=16) as pool:
-        results = list(pool.map(_parse_hash, [line] * 400))
-    assert all(result["SAI_PORT_STAT_PFC_7_RX_PKTS"] == "49" for result in results)
-    assert _parse_hash("   ") == {}
+@pytest.mark.emulator
+def test_port_state_and_counters_are_read_as_intfutil_and_portstat_read_them(trusted_emulator):
+    """Admin/oper from APPL_DB, speed from STATE_DB while up: the driver once reported
+    CONFIG_DB's speed for a port running slower. A missing counter is None, not 0."""
+    leaf = trusted_emulator.server.switches["leaf01"]
+
+    def plant(switch):
+        switch.db.hset("STATE_DB", "PORT_TABLE|Ethernet8", {"speed": "25000"})
+        switch.db.hset("CONFIG_DB", "PORT|Ethernet8", {"admin_status": "down"})  # not applied
+        switch.db.hdel("COUNTERS_DB", f"COUNTERS:{switch.port_oids['Ethernet16']}",
+                       "SAI_PORT_STAT_IF_OUT_ERRORS")
+        switch.db.delete("COUNTERS_DB", f"COUNTERS:{switch.port_oids['Ethernet24']}")
+
+    trusted_emulator.sync(plant, leaf)
+    driver = SonicSshDriver(leaf_target(trusted_emulator))
+    try:
+        ports = {port.name: port for port in driver.ports()}
+        running = ports["Ethernet8"]
+        assert (running.speed_mbps, running.admin_up, running.oper_up) == (25_000, True, True)
+        assert running.intent_differences() == {
+            "admin_up": {"configured": False, "actual": True},
+            "speed_mbps": {"configured": 800_000, "actual": 25_000},
+        }
+        assert ports["Ethernet16"].speed_mbps == 800_000  # down: APPL_DB's speed
+        counters = {port.name: port for port in driver.counters().ports}
+        assert counters["Ethernet16"].out_errors is None
+        assert counters["Ethernet16"].in_errors == 0
+        assert counters["Ethernet24"].in_octets is None
+        assert counters["Ethernet24"].pfc_rx[3] is None
+    finally:
+        driver.close()
+
+
+# -- the contract against a switch served from sonic-db-dump files (issue 14 item 6) -----------
+
+HOSTILE_DUMP = Path(__file__).resolve().parents[2] / "fabric/emulator/dumps/leaf-hostile"
+
+
+@pytest.fixture
+def dumped_emulator(host_key_dir, ssh_settings):
+    from fabric.emulator.dump import load_dump
+
+    fabric = EmulatorThread([], host_key_dir, dumps=[load_dump(HOSTILE_DUMP)])
+    Path(ssh_settings.FABRIC_KNOWN_HOSTS_FILE).write_text(fabric.known_hosts())
+    yield fabric
+    fabric.stop()
+
+
+@pytest.mark.emulator
+class TestDumpedSwitchOverSsh(DriverContract):
+    @pytest.fixture
+    def driver(self, dumped_emulator):
+        driver = SonicSshDriver(SwitchTarget(
+            hostname="leaf-hostile", address=dumped_emulator.host,
+            port=dumped_emulator.port_of("leaf-hostile"), credentials_ref="sonic/leaf",
+        ))
+        yield driver
+        driver.close()
+
+    @pytest.fixture
+    def switch_setup(self, dumped_emulator):
+        return SwitchSetup(
+            toggle_port="Ethernet8",
+            traffic_port="Ethernet0",
+            breakout_pair=("Ethernet0", "Ethernet4"),
+            lldp_expected={"Ethernet0": "gpu001", "Ethernet8": "spine01",
+                           "Ethernet16": "storage\\01"},
+            config_db=lambda key: dumped_emulator.config_db("leaf-hostile", key),
+            bgp_peer="10.0.0.1",
+            expected_platform="x86_64-dellemc_z9664f_d1508-r0",
+        )
+
+    def test_the_dumps_hostile_values_and_gaps_come_through(self, driver):
+        from fabric.emulator.dump import read_dump_file
+
+        appl = read_dump_file(HOSTILE_DUMP / "appl_db.json")
+        neighbors = {n.local_port: n for n in driver.lldp_neighbors()}
+        for port, neighbor in neighbors.items():
+            entry = appl[f"LLDP_ENTRY_TABLE:{port}"]
+            assert neighbor.remote_system_name == entry["lldp_rem_sys_name"]
+            assert neighbor.remote_port_description == entry["lldp_rem_port_desc"]
+        assert set(neighbors) == {"Ethernet0", "Ethernet4", "Ethernet8", "Ethernet16"}
+        description = driver.db_hgetall("CONFIG_DB", "PORT|Ethernet0")["description"]
+        assert description == "gpu001 rail 0 \u2013 rack A's \"east\" uplink"
+        ports = {port.name: port for port in driver.ports()}
+        assert ports["Ethernet16"].speed_mbps == 25_000
+        assert ports["Ethernet16"].intent_differences()["speed_mbps"]["configured"] == 40_000
+        counters = {port.name: port for port in driver.counters().ports}
+        assert "Ethernet24" not in counters and "Ethernet24" in ports
+        assert counters["Ethernet16"].out_errors is None
+
+
+@pytest.mark.emulator
+def test_a_poll_reads_ports_and_counters_in_one_round_trip(trusted_emulator, monkeypatch):
+    driver = SonicSshDriver(leaf_target(trusted_emulator))
+    commands = []
+    run = driver._run
+    monkeypatch.setattr(driver, "_run", lambda command: commands.append(command) or run(command))
+    try:
+        ports, snapshot = driver.ports_and_counters()
+    finally:
+        driver.close()
+    # Ports (3 tables), counters (2 maps, the hashes) and ECN collection (2 entries): one trip.
+    assert len(commands) == 1 and commands[0].count("sonic-db-dump -n") == 8
+    assert [port.name for port in ports] == [port.name for port in driver.ports()]
+    assert {counters.name for counters in snapshot.ports} == {port.name for port in ports}

@@ -165,6 +165,8 @@ def _ecn(ctx: Context, values: dict) -> CommandResult:
 
 # -- mmu -----------------------------------------------------------------------------------
 
+# sonic-utilities 202311 config/main.py, `mmu`: `@click.option('-p', ..., required=True)`, so
+# without -p click stops with a usage error (exit 2) before mmuconfig runs.
 MMU = ClickCommand(
     "config mmu",
     (

@@ -1,7 +1,10 @@
 """`sonic-db-cli`: raw Redis commands against one SONiC database.
 
 Output follows sonic-swss-common's C++ sonic-db-cli, which mimics redis-py: HGETALL prints a
-Python-dict-like `{'field': 'value', ...}`, KEYS one key per line, a missing HGET an empty
+Python-dict-like `{'field': 'value', ...}` (swss-common `common/redisreply.cpp`,
+`RedisReply::formatDictReply` and `formatStringWithQuot`: each string between single quotes, or
+double quotes when it holds an apostrophe, never escaped, so values with quotes, newlines or
+backslashes make the line ambiguous), KEYS one key per line, a missing HGET an empty
 line, integer replies as numbers, HEXISTS as True/False; Redis errors go to stderr as the
 system_error text (`<redis error>: Input/output error`) with exit status 1.
 """
@@ -64,6 +67,11 @@ class _RedisError(Exception):
     pass
 
 
+def _quoted(text: str) -> str:
+    """swss-common's RedisReply::formatStringWithQuot."""
+    return f'"{text}"' if "'" in text else f"'{text}'"
+
+
 def sonic_db_cli(ctx: Context, argv: list[str]) -> CommandResult:
     args = [arg for arg in argv if arg not in ("-s", "--unixsocket")]
     if not args or args[0] in ("-h", "--help"):
@@ -96,7 +104,8 @@ def _execute(ctx: Context, db: str, name: str, params: list[str]) -> str:
     store = ctx.switch.db
     if name == "HGETALL":
         fields = store.hgetall(db, params[0])
-        return "{" + ", ".join(f"'{field}': '{value}'" for field, value in fields.items()) + "}"
+        return "{" + ", ".join(f"{_quoted(field)}: {_quoted(value)}"
+                               for field, value in fields.items()) + "}"
     if name == "HGET":
         return store.hget(db, params[0], params[1]) or ""
     if name == "HEXISTS":

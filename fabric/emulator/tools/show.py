@@ -342,7 +342,14 @@ queuestat = click_command(QUEUESTAT, _queuestat)
 
 
 def _show_version(ctx: Context, values: dict) -> CommandResult:
+    """sonic-utilities 202311 show/main.py `version`: platform and HwSKU from CONFIG_DB
+    DEVICE_METADATA (sonic_py_common device_info.get_platform_info), build version and ASIC
+    from sonic_version.yml (here the switch's version_info), serial, model and revision from
+    STATE_DB `CHASSIS_INFO|chassis 1` (show/platform.py get_chassis_info)."""
     switch = ctx.switch
+    metadata = switch.db.hgetall("CONFIG_DB", "DEVICE_METADATA|localhost")
+    chassis = switch.db.hgetall("STATE_DB", "CHASSIS_INFO|chassis 1")
+    build_version = switch.version_info.get("build_version", SONIC_BUILD_VERSION)
     now = datetime.now()
     # procps `uptime`, which show version prints stripped.
     days, rest = divmod(int(switch.uptime()), 86400)
@@ -359,23 +366,23 @@ def _show_version(ctx: Context, values: dict) -> CommandResult:
     ]
     docker = [f"{'REPOSITORY':<30}{'TAG':<20}{'IMAGE ID':<20}SIZE"]
     for repository, image_id, size in images:
-        for tag in (SONIC_BUILD_VERSION, "latest"):
+        for tag in (build_version, "latest"):
             docker.append(f"{repository:<30}{tag:<20}{image_id:<20}{size}")
     text = (
-        f"\nSONiC Software Version: SONiC.{SONIC_BUILD_VERSION}\n"
+        f"\nSONiC Software Version: SONiC.{build_version}\n"
         f"SONiC OS Version: {SONIC_OS_VERSION}\n"
         f"Distribution: Debian {DEBIAN_VERSION}\n"
         f"Kernel: {KERNEL_VERSION}\n"
         f"Build commit: {BUILD_COMMIT}\n"
         f"Build date: {BUILD_DATE}\n"
         f"Built by: {BUILT_BY}\n"
-        f"\nPlatform: {PLATFORM}\n"
-        f"HwSKU: {HWSKU}\n"
-        f"ASIC: {ASIC_TYPE}\n"
+        f"\nPlatform: {metadata.get('platform', PLATFORM)}\n"
+        f"HwSKU: {metadata.get('hwsku', HWSKU)}\n"
+        f"ASIC: {switch.version_info.get('asic_type', ASIC_TYPE)}\n"
         "ASIC Count: 1\n"
-        f"Serial Number: {switch.serial_number}\n"
-        f"Model Number: {MODEL_NUMBER}\n"
-        f"Hardware Revision: {HARDWARE_REVISION}\n"
+        f"Serial Number: {chassis.get('serial', switch.serial_number)}\n"
+        f"Model Number: {chassis.get('model', MODEL_NUMBER)}\n"
+        f"Hardware Revision: {chassis.get('revision', HARDWARE_REVISION)}\n"
         f"Uptime: {uptime_line}\n"
         f"Date: {now:%a %d %b %Y %X}\n"
         "\nDocker images:\n" + "\n".join(docker) + "\n\n"

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('fabric', '0001_monitoring_counters_history_lldp'),
+        ('fabric', '0002_counters_unknown_and_port_intent'),
     ]
 
     operations = [
