@@ -14,6 +14,8 @@ from jobs.buckets import size_bucket
 from portal.models import Tenant
 
 LIVE_STATES = ("RUNNING", "PENDING", "COMPLETING", "CONFIGURING", "SUSPENDED")
+# Live states in which a job holds its nodes and GPUs (analytics count its GPU time so far).
+RUNNING_STATES = ("RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED")
 
 
 class Job(models.Model):

@@ -62,7 +62,7 @@
     let running = data.days.map(() => 0);
     const bands = data.series.map((s, i) => {
       running = running.map((v, j) => v + s.counts[j]);
-      return { label: s.bucket + " nodes", values: running.slice(), shown: s.counts, colour: COLOURS[i % COLOURS.length] };
+      return { label: s.label, values: running.slice(), shown: s.counts, colour: COLOURS[i % COLOURS.length] };
     }).reverse();
     bars(target, data.days.map((day) => day.slice(5)), bands, { unit: "jobs", stacked: true, height: 260 });
   }
