@@ -1,7 +1,8 @@
 """Workload analytics (DESIGN.md section 9, the paper's Observations 1, 2, 4 and 5).
 
 Pure reads over the jobs a user may see (`visible_jobs`): everything is aggregated in
-PostgreSQL, in four queries whatever the number of jobs (plus one to resolve a ?tenant= slug).
+PostgreSQL, in four queries whatever the number of jobs (plus one to resolve a ?tenant= slug),
+inside one transaction tuned for big aggregates (`tuned_for_analytics`).
 The embedded default (SQLite) has no `percentile_disc`: there the runtime percentiles are picked
 from the sorted runtimes in Python by PostgreSQL's own rule (`percentile_disc_position`), so both
 databases give the same numbers (tests/portal/test_embedded_default.py compares them).
@@ -40,11 +41,11 @@ from django.db.models import (
     Aggregate,
     BigIntegerField,
     Case,
-    CharField,
     Count,
     ExpressionWrapper,
     F,
     Func,
+    IntegerField,
     Q,
     QuerySet,
     Sum,
@@ -120,7 +121,7 @@ def _runtime_quantiles_in_python(sized: QuerySet[Job]) -> dict[str, list[int]]:
         .values_list("bucket", "runtime")
     )
     for bucket, runtime in rows.iterator():
-        runtimes[bucket].append(int(runtime))
+        runtimes[_bucket_label(bucket)].append(int(runtime))
     return {
         bucket: [values[percentile_disc_position(f, len(values)) - 1] for f in CDF_FRACTIONS]
         for bucket, values in runtimes.items()
@@ -221,23 +222,35 @@ class EpochSeconds(Func):
         )
 
 
+# Buckets are grouped by their position, not their label: sorting a million rows by an integer
+# is several times cheaper than by collated text (percentile_disc needs the rows sorted).
+NO_BUCKET = -1
+
+
 def _bucket_expression() -> Case:
+    """The index of the job's node bucket in SIZE_BUCKETS; NO_BUCKET without a node."""
     whens = []
-    for bucket in SIZE_BUCKETS:
+    for index, bucket in enumerate(SIZE_BUCKETS):
         condition = Q(node_count__gte=bucket.min_nodes)
         if bucket.max_nodes is not None:
             condition &= Q(node_count__lte=bucket.max_nodes)
-        whens.append(When(condition, then=Value(bucket.label)))
-    return Case(*whens, default=Value(""), output_field=CharField())
+        whens.append(When(condition, then=Value(index)))
+    return Case(*whens, default=Value(NO_BUCKET), output_field=IntegerField())
+
+
+def _bucket_label(index: int) -> str:
+    return SIZE_BUCKET_LABELS[index] if 0 <= index < len(SIZE_BUCKET_LABELS) else ""
 
 
 def _gpu_count_expression() -> Case:
+    """The index of the job's GPU count in GPU_COUNT_LABELS."""
+    position = {label: index for index, label in enumerate(GPU_COUNT_LABELS)}
     return Case(
-        When(gpus=0, then=Value("none")),
-        *(When(gpus=count, then=Value(str(count))) for count in (1, 2, 4, 8)),
-        When(gpus__gt=8, then=Value("more than 8")),
-        default=Value("other"),
-        output_field=CharField(),
+        When(gpus=0, then=Value(position["none"])),
+        *(When(gpus=count, then=Value(position[str(count)])) for count in (1, 2, 4, 8)),
+        When(gpus__gt=8, then=Value(position["more than 8"])),
+        default=Value(position["other"]),
+        output_field=IntegerField(),
     )
 
 
@@ -318,16 +331,17 @@ def state_shares(in_period: QuerySet[Job], counted_until: datetime) -> dict:
 
 
 @contextmanager
-def _sort_spill_guard(using: str):
-    """PostgreSQL sorts each bucket's runtimes for percentile_disc; with the default 4 MB of
-    work_mem a million runtimes spill to disk. SET LOCAL raises it for this transaction only
-    (inside a request's own transaction, until that ends)."""
-    if connections[using].vendor != "postgresql":
-        yield
-        return
+def tuned_for_analytics(using: str = "default"):
+    """One transaction for the observations (one snapshot), tuned for big aggregates on
+    PostgreSQL: percentile_disc needs the jobs sorted by bucket, and with the default 4 MB of
+    work_mem a million of them spill to disk (the sort takes about 100 MB in memory, measured
+    with bench/analytics.py); JIT compiling these queries costs more than it saves. SET LOCAL
+    ends with the transaction (with the request's, inside one)."""
     with transaction.atomic(using=using):
-        with connections[using].cursor() as cursor:
-            cursor.execute("SET LOCAL work_mem = '64MB'")
+        if connections[using].vendor == "postgresql":
+            with connections[using].cursor() as cursor:
+                cursor.execute("SET LOCAL work_mem = '192MB'")
+                cursor.execute("SET LOCAL jit = off")
         yield
 
 
@@ -352,14 +366,13 @@ def size_buckets(in_period: QuerySet[Job], counted_until: datetime) -> dict:
         aggregates["quantiles"] = PercentilesDisc(
             _runtime_expression(), CDF_FRACTIONS, filter=finished
         )
-    with _sort_spill_guard(sized.db):
-        grouped = {
-            row["bucket"]: row
-            for row in sized.order_by()
-            .annotate(bucket=_bucket_expression())
-            .values("bucket")
-            .annotate(**aggregates)
-        }
+    grouped = {
+        _bucket_label(row["bucket"]): row
+        for row in sized.order_by()
+        .annotate(bucket=_bucket_expression())
+        .values("bucket")
+        .annotate(**aggregates)
+    }
     quantiles_by_bucket = (
         {bucket: row["quantiles"] for bucket, row in grouped.items()}
         if percentiles_in_database
@@ -407,7 +420,7 @@ def gpu_counts(in_period: QuerySet[Job], counted_until: datetime) -> dict:
     """Observation 2 by allocated GPUs instead of nodes (one query): the same jobs as the node
     buckets (those that got a node), so both tables add up to the same totals."""
     grouped = {
-        row["gpu_bucket"]: row
+        GPU_COUNT_LABELS[row["gpu_bucket"]]: row
         for row in in_period.filter(node_count__gte=1)
         .order_by()
         .annotate(gpu_bucket=_gpu_count_expression())
@@ -452,8 +465,9 @@ def daily_submissions(jobs: QuerySet[Job], period: Period) -> dict:
     labels = (*SIZE_BUCKET_LABELS, "")
     counts = {label: [0] * len(days) for label in labels}
     for row in rows:
-        if row["bucket"] in counts and row["day"] in index:
-            counts[row["bucket"]][index[row["day"]]] = row["count"]
+        label = _bucket_label(row["bucket"])
+        if label in counts and row["day"] in index:
+            counts[label][index[row["day"]]] = row["count"]
     return {
         "days": [day.isoformat() for day in days],
         "series": [
@@ -467,20 +481,39 @@ def daily_submissions(jobs: QuerySet[Job], period: Period) -> dict:
     }
 
 
-def workload_analytics(*, user, period: Period, tenant_slug: str | None = None,
-                       kind: str = DEFAULT_JOB_KIND, now: datetime | None = None) -> dict:
-    """Everything the analytics page and API show, in at most six queries."""
+@dataclass(frozen=True)
+class PeriodJobs:
+    """The jobs the observations read: all of the kind (daily submissions), those in the period
+    (ended in it, or running), and the moment running jobs' GPU time is counted up to."""
+
+    jobs: QuerySet[Job]
+    in_period: QuerySet[Job]
+    counted_until: datetime
+
+
+def period_jobs(*, user, period: Period, tenant_slug: str | None = None,
+                kind: str = DEFAULT_JOB_KIND, now: datetime | None = None) -> PeriodJobs:
     jobs = _of_kind(analytics_jobs(user=user, tenant_slug=tenant_slug), kind)
     counted_until = _counted_until(period, now or timezone.now())
     in_period = jobs.filter(_finished_q(period) | _running_q(counted_until))
-    return {
-        "period": {"since": period.since.isoformat(), "until": period.until.isoformat()},
-        "tenant": tenant_slug if tenant_slug and user.role in TENANT_DATA_ROLES else None,
-        "kind": kind,
-        "gpu_time_counted_until": counted_until.isoformat(),
-        "percentile_method": PERCENTILE_METHOD,
-        "states": state_shares(in_period, counted_until),
-        "sizes": size_buckets(in_period, counted_until),
-        "gpu_counts": gpu_counts(in_period, counted_until),
-        "daily_submissions": daily_submissions(jobs, period),
-    }
+    return PeriodJobs(jobs, in_period, counted_until)
+
+
+def workload_analytics(*, user, period: Period, tenant_slug: str | None = None,
+                       kind: str = DEFAULT_JOB_KIND, now: datetime | None = None) -> dict:
+    """Everything the analytics page and API show, in at most five queries (six without
+    percentile_disc)."""
+    selected = period_jobs(user=user, period=period, tenant_slug=tenant_slug, kind=kind, now=now)
+    counted_until = selected.counted_until
+    with tuned_for_analytics(selected.jobs.db):
+        return {
+            "period": {"since": period.since.isoformat(), "until": period.until.isoformat()},
+            "tenant": tenant_slug if tenant_slug and user.role in TENANT_DATA_ROLES else None,
+            "kind": kind,
+            "gpu_time_counted_until": counted_until.isoformat(),
+            "percentile_method": PERCENTILE_METHOD,
+            "states": state_shares(selected.in_period, counted_until),
+            "sizes": size_buckets(selected.in_period, counted_until),
+            "gpu_counts": gpu_counts(selected.in_period, counted_until),
+            "daily_submissions": daily_submissions(selected.jobs, period),
+        }

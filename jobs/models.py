@@ -75,6 +75,18 @@ class Job(models.Model):
                 condition=Q(left_queue_at__isnull=True, state="RUNNING"),
                 name="job_running_in_queue",
             ),
+            # Analytics (jobs.analytics): the running half of "in the period" (finished jobs use
+            # end_time's index), so the OR of both is two index scans, not a table scan ...
+            models.Index(
+                fields=["start_time"],
+                condition=Q(left_queue_at__isnull=True, state__in=RUNNING_STATES),
+                name="job_running_started",
+            ),
+            # ... and daily submissions read only this index (PostgreSQL; SQLite ignores
+            # INCLUDE and keeps a plain one).
+            models.Index(
+                fields=["submit_time"], include=["node_count", "gpus"], name="job_submitted_size",
+            ),
         ]
 
     def __str__(self) -> str:
