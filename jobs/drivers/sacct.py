@@ -106,14 +106,15 @@ def _time(value: str, field: str) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-def check_times(submit, start, end) -> None:
+def check_times(submit, start, end, names=("Submit", "Start", "End")) -> None:
     """Submit <= Start <= End, where known: a swapped column shows here first."""
+    submit_name, start_name, end_name = names
     if submit and start and start < submit:
-        raise LineProblem("Start", f"{start:%Y-%m-%dT%H:%M:%S} is before Submit "
-                                   f"{submit:%Y-%m-%dT%H:%M:%S}")
+        raise LineProblem(start_name, f"{start:%Y-%m-%dT%H:%M:%S} is before {submit_name} "
+                                      f"{submit:%Y-%m-%dT%H:%M:%S}")
     if start and end and end < start:
-        raise LineProblem("End", f"{end:%Y-%m-%dT%H:%M:%S} is before Start "
-                                 f"{start:%Y-%m-%dT%H:%M:%S}")
+        raise LineProblem(end_name, f"{end:%Y-%m-%dT%H:%M:%S} is before {start_name} "
+                                    f"{start:%Y-%m-%dT%H:%M:%S}")
 
 
 def check_job_id(job_id: str, field: str = "JobID") -> None:
@@ -124,12 +125,13 @@ def check_job_id(job_id: str, field: str = "JobID") -> None:
                                  "characters")
 
 
-def check_counts(*, nodes: int, gpus: int, field: str) -> None:
+def check_counts(*, nodes: int, gpus: int, nodes_field: str, gpus_field: str) -> None:
     if nodes > MAX_NODES_PER_JOB:
-        raise LineProblem(field, f"{nodes} nodes: more than {MAX_NODES_PER_JOB} is not a job")
+        raise LineProblem(nodes_field, f"{nodes} nodes: more than {MAX_NODES_PER_JOB} is not "
+                                       "a job")
     limit = MAX_GPUS_PER_NODE * nodes if nodes else MAX_GPUS_PER_JOB
     if gpus > limit:
-        raise LineProblem(field, f"{gpus} GPUs on {nodes} node(s): more than "
+        raise LineProblem(gpus_field, f"{gpus} GPUs on {nodes} node(s): more than "
                                  f"{MAX_GPUS_PER_NODE} per node is not a real allocation")
 
 
@@ -251,7 +253,7 @@ def _job(values: dict[str, str]) -> FinishedJob:
             gpus = gpus_from_tres(values["ReqTRES"])
         except ValueError as error:
             raise LineProblem("ReqTRES", str(error)) from None
-    check_counts(nodes=len(nodes), gpus=gpus, field="AllocTRES")
+    check_counts(nodes=len(nodes), gpus=gpus, nodes_field="NodeList", gpus_field="AllocTRES")
     return FinishedJob(
         job_id=job_id,
         name=values.get("JobName", ""),
