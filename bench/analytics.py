@@ -9,9 +9,13 @@ autovacuum does after a bulk load), then times, as an operator who sees every jo
   submissions) and the whole answer (`workload_analytics`), over a year holding every job and
   over the default 90 days;
 - the whole answer for one tenant's admin (a twentieth of the jobs).
-Prints JSON: milliseconds (median and p95 of --repeat runs) per measurement, and whether each
-observation stays under the issue's 1 s. The Prometheus path (1,000 jobs' GPU utilisation) is not
-measured here: the telemetry driver is not part of this branch.
+Prints JSON per measurement: wall-clock milliseconds (median and p95 of --repeat runs) and the
+PostgreSQL backend's CPU milliseconds (median; read from /proc/<pid>/stat, so only when the
+server runs on this machine), and whether each observation stays under the issue's 1 s. Parallel
+query is turned off for the session so that the backend's CPU time is all the work done: on a
+shared machine wall time says more about the neighbours than about the query, CPU time does not.
+The Prometheus path (1,000 jobs' GPU utilisation) is not measured here: the telemetry driver
+is not part of this branch.
 
 The synthetic workload follows the paper's shapes: most jobs take one node, a few take 64+;
 1-node jobs take 1, 2, 4 or 8 GPUs (a few 3); 5 % are CPU-only; 12 % are cancelled before they
@@ -84,8 +88,10 @@ def synthetic_rows(count: int, tenant_ids: list[int], seed: int):
     origin = datetime.combine(FIRST_DAY, datetime.min.time(), tzinfo=UTC)
     last = origin + timedelta(days=DAYS)
     loaded_at = last
+    step = DAYS * 86400 / count
     for number in range(count):
-        submit = origin + timedelta(seconds=rng.randrange(DAYS * 86400))
+        # In submit order, as a cluster writes them (rows of one week share table pages).
+        submit = origin + timedelta(seconds=int(number * step) + rng.randrange(600))
         nodes = rng.choice(NODE_COUNTS)
         gpus = rng.choice(SINGLE_NODE_GPUS) if nodes == 1 else 8 * nodes
         if rng.random() < 0.05:
@@ -139,24 +145,41 @@ def load(count: int, seed: int) -> float:
                 copy.write_row(row)
         raw.commit()
     load_seconds = time.perf_counter() - started
-    raw.autocommit = True
+    raw.autocommit = True  # VACUUM cannot run in a transaction; Django's default anyway
     with raw.cursor() as vacuum:
         vacuum.execute("VACUUM ANALYZE jobs_job")
-    raw.autocommit = False
     return load_seconds
 
 
+def backend_cpu_seconds() -> float | None:
+    """utime + stime of this connection's PostgreSQL backend, if it runs on this machine."""
+    from django.db import connection
+
+    connection.ensure_connection()
+    pid = connection.connection.info.backend_pid
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def timed(function, repeat: int) -> dict:
-    samples = []
+    samples, cpu = [], []
     for _ in range(repeat):
+        cpu_before = backend_cpu_seconds()
         started = time.perf_counter()
         function()
         samples.append((time.perf_counter() - started) * 1000)
+        cpu_after = backend_cpu_seconds()
+        if cpu_before is not None and cpu_after is not None:
+            cpu.append((cpu_after - cpu_before) * 1000)
     ordered = sorted(samples)
     return {
         "median_ms": round(statistics.median(ordered), 1),
         "p95_ms": round(ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))], 1),
         "max_ms": round(ordered[-1], 1),
+        "backend_cpu_median_ms": round(statistics.median(cpu)) if cpu else None,
     }
 
 
@@ -212,6 +235,7 @@ def main() -> None:
 
         django.setup()
         from django.core.management import call_command
+        from django.db import connection
 
         from jobs.analytics import Period
         from portal.models import Role, Tenant
@@ -219,6 +243,8 @@ def main() -> None:
 
         call_command("migrate", verbosity=0)
         load_seconds = load(options.jobs, options.seed)
+        with connection.cursor() as cursor:
+            cursor.execute("SET max_parallel_workers_per_gather = 0")
         operator = user_create(username="bench-operator", role=Role.OPERATOR)
         tenant_admin = user_create(username="bench-tenant-admin", role=Role.TENANT_ADMIN,
                                    tenant=Tenant.objects.order_by("pk").first())
@@ -238,7 +264,11 @@ def main() -> None:
         if not options.keep_database:
             drop_database(database_url)
     under = {
-        f"{run}.{name}": values["p95_ms"] < TARGET_MS
+        f"{run}.{name}": {
+            "wall_p95": values["p95_ms"] < TARGET_MS,
+            "backend_cpu": None if values["backend_cpu_median_ms"] is None
+            else values["backend_cpu_median_ms"] < TARGET_MS,
+        }
         for run, results in runs.items()
         for name, values in results.items()
         if isinstance(values, dict) and name != "whole_answer"
@@ -246,6 +276,8 @@ def main() -> None:
     print(json.dumps({
         "benchmark": "analytics",
         "jobs": options.jobs,
+        "load_average_at_end": [round(value, 2) for value in os.getloadavg()],
+        "cpu_count": os.cpu_count(),
         "copy_load_s": round(load_seconds, 1),
         "runs": runs,
         f"each_observation_p95_under_{TARGET_MS:g}ms": under,

@@ -81,9 +81,7 @@ def gpus_from_tres(tres: str) -> int:
     for item in tres.split(","):
         if not item:
             continue
-        name, equals, count = item.partition("=")
-        if not equals:
-            raise ValueError(f"{item!r} is not name=count")
+        name, _, count = item.partition("=")
         if not name.startswith("gres/gpu"):
             continue
         if not count.isdigit():
