@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import tracemalloc
 from datetime import UTC, datetime
-from io import StringIO
+from io import BytesIO, StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -168,3 +168,14 @@ def test_reading_streams_in_memory_flat_in_the_files_size(monkeypatch):
     small, large = _peak_bytes(1_000), _peak_bytes(6_000)
     # Six times the lines; the peak grows by less than 500 lines' text would take.
     assert large - small < 500 * 130, (small, large)
+
+
+def test_standard_input_is_read_twice_through_a_spool(monkeypatch, db):
+    class Stdin:
+        buffer = BytesIO(dump(bom=True).encode())
+
+    monkeypatch.setattr("sys.stdin", Stdin())
+    out = StringIO()
+    call_command("import_sacct", "-", stdout=out)
+    assert "Imported 3 jobs from -: 3 new" in out.getvalue()
+    assert Job.objects.count() == 3
