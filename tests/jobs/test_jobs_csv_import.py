@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -55,7 +56,7 @@ def test_a_trace_imports_with_states_mapped_and_counts_kept(tmp_path, tenant_a):
 
 
 def test_the_mapping_is_the_documented_one():
-    readme = (__import__("pathlib").Path(__file__).parents[2] / "jobs" / "README.md").read_text()
+    readme = (Path(__file__).parents[2] / "jobs" / "README.md").read_text()
     for word, state in STATE_MAPPING.items():
         assert f"`{word}`" in readme and state in readme
 
