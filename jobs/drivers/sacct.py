@@ -11,6 +11,9 @@ What Slurm 22.05 prints, read in its source (tag slurm-22-05-9-1):
 - `-P` (`--parsable2`): fields joined by '|', no '|' after the last one, a header line of the
   field names first unless `-n` (src/common/print_fields.c, print_fields_header and the
   PRINT_FIELDS_PARSABLE_NO_ENDING branches of print_fields_str).
+- Header names: the `fields[]` table of src/sacct/sacct.c (JobID, JobName, User, Account,
+  Partition, State, ExitCode, Submit, Start, End, Elapsed, NodeList, AllocTRES, ReqTRES, ...),
+  printed as spelled there whatever the case given to -o.
 - State: `job_state_string()` (src/common/slurm_protocol_defs.c) gives one upper-case word, a
   state flag (COMPLETING, REQUEUED, ...) in place of the base state when one is set; sacct adds
   " by <uid>" to CANCELLED when it knows who cancelled (src/sacct/print.c, PRINT_STATE).
