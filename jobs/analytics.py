@@ -458,7 +458,9 @@ def daily_submissions(jobs: QuerySet[Job], period: Period) -> dict:
         .order_by()
         .annotate(day=TruncDate("submit_time", tzinfo=UTC), bucket=_bucket_expression())
         .values("day", "bucket")
-        .annotate(count=Count("pk"))
+        # COUNT(*), not COUNT(id): the id is not in job_submitted_size, whose columns are all
+        # this query reads, so PostgreSQL answers from that index alone (bench/analytics.py).
+        .annotate(count=Count("*"))
     )
     days = period.days
     index = {day: position for position, day in enumerate(days)}
