@@ -179,3 +179,16 @@ def test_standard_input_is_read_twice_through_a_spool(monkeypatch, db):
     call_command("import_sacct", "-", stdout=out)
     assert "Imported 3 jobs from -: 3 new" in out.getvalue()
     assert Job.objects.count() == 3
+
+
+def test_seen_job_ids_find_duplicates_before_and_after_the_bitmap(monkeypatch):
+    monkeypatch.setattr(sacct.SeenJobIds, "SMALL", 3)
+    seen = sacct.SeenJobIds()
+    assert all(seen.add(str(number)) for number in (5, 7, 0x03FFFFFF))
+    assert not seen.add("7")  # still a set
+    assert seen.add("9")  # the fourth plain id moves them into the bitmap
+    assert not seen.add("5") and not seen.add("9") and not seen.add(str(0x03FFFFFF))
+    assert seen.add("11") and not seen.add("11")
+    # Array tasks, heterogeneous components, ids past Slurm's range, leading zeros: a set.
+    for job_id in ("12_3", "12+1", str(0x04000000), "0012"):
+        assert seen.add(job_id) and not seen.add(job_id)
