@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.views.generic import TemplateView
 
 from jobs import selectors
-from jobs.analytics import parse_period, workload_analytics
+from jobs.analytics import JOB_KINDS, parse_kind, parse_period, workload_analytics
 from portal.errors import InvalidInput
 from portal.models import Tenant
 from portal.models.accounts import TENANT_DATA_ROLES
@@ -34,6 +34,8 @@ class JobAnalyticsView(RoleRequiredMixin, TemplateView):
             since=params.get("since", "").strip(),
             until=params.get("until", "").strip(),
             tenant=params.get("tenant", "").strip(),
+            kind=params.get("kind", "").strip(),
+            kinds=JOB_KINDS,
             tenants=(
                 list(Tenant.objects.order_by("name").values("slug", "name"))
                 if request.user.role in TENANT_DATA_ROLES
@@ -43,7 +45,8 @@ class JobAnalyticsView(RoleRequiredMixin, TemplateView):
         try:
             period = parse_period(context["since"], context["until"])
             stats = workload_analytics(
-                user=request.user, period=period, tenant_slug=context["tenant"] or None
+                user=request.user, period=period, tenant_slug=context["tenant"] or None,
+                kind=parse_kind(context["kind"]),
             )
         except InvalidInput as error:
             context["problems"] = _problems(error)

@@ -335,6 +335,22 @@ def import_finished_jobs(finished: Sequence[FinishedJob]) -> ImportResult:
     return ImportResult(created, updated)
 
 
+def import_finished_job_stream(finished: Iterable[FinishedJob]) -> ImportResult:
+    """import_finished_jobs for a stream too long to hold: BATCH_SIZE jobs at a time. The
+    caller wraps it in one transaction when all or nothing must be written."""
+    created = updated = 0
+    batch: dict[str, FinishedJob] = {}
+    for job in finished:
+        batch[job.job_id] = job
+        if len(batch) == BATCH_SIZE:
+            result = _import_batch(batch)
+            created, updated, batch = created + result.created, updated + result.updated, {}
+    if batch:
+        result = _import_batch(batch)
+        created, updated = created + result.created, updated + result.updated
+    return ImportResult(created, updated)
+
+
 def _import_batch(batch: dict[str, FinishedJob]) -> ImportResult:
     now = timezone.now()
     with transaction.atomic():
@@ -396,7 +412,7 @@ def _apply_finished(
     job.end_time = record.end_time
     job.elapsed_seconds = record.elapsed_seconds
     job.gpus = record.gpus
-    job.node_count = len(record.node_names)
+    job.node_count = record.nodes_held
     job.nodelist = nodelist
     job.tenant_id = tenant_id
     job.gpu_seconds = record.gpu_seconds

@@ -9,7 +9,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from jobs import selectors
-from jobs.analytics import parse_period, workload_analytics
+from jobs.analytics import JOB_KINDS, parse_kind, parse_period, workload_analytics
 
 
 class AnalyticsPeriodSerializer(serializers.Serializer):
@@ -19,6 +19,9 @@ class AnalyticsPeriodSerializer(serializers.Serializer):
 
 class StateShareSerializer(serializers.Serializer):
     state = serializers.CharField()
+    running = serializers.BooleanField(
+        help_text="Still running: its GPU time is counted up to gpu_time_counted_until"
+    )
     count = serializers.IntegerField()
     count_share = serializers.FloatField(help_text="Percent of the jobs")
     gpu_hours = serializers.FloatField(help_text="GPU-occupied time: elapsed x allocated GPUs")
@@ -28,6 +31,8 @@ class StateShareSerializer(serializers.Serializer):
 class StateSharesSerializer(serializers.Serializer):
     total_count = serializers.IntegerField()
     total_gpu_hours = serializers.FloatField()
+    running_count = serializers.IntegerField(help_text="Jobs still running, included above")
+    running_gpu_hours = serializers.FloatField(help_text="Their GPU time so far, included above")
     rows = StateShareSerializer(many=True)
 
 
@@ -44,10 +49,16 @@ class CdfPointSerializer(serializers.Serializer):
 
 class SizeBucketSerializer(StateShareSerializer):
     state = None
+    running = None
     bucket = serializers.CharField(help_text="Node count: 1, 2, 3-4, ..., 33-64, 65+")
-    runtime_seconds = RuntimePercentilesSerializer()
+    running_count = serializers.IntegerField(help_text="Of `count`, jobs still running")
+    running_gpu_hours = serializers.FloatField(help_text="Of `gpu_hours`, running jobs' so far")
+    finished_count = serializers.IntegerField(help_text="Finished jobs: the runtime statistics'")
+    runtime_seconds = RuntimePercentilesSerializer(
+        help_text="Of the finished jobs, by percentile_disc (see percentile_method)"
+    )
     over_one_week = serializers.IntegerField()
-    over_one_week_share = serializers.FloatField(help_text="Percent of the bucket's jobs")
+    over_one_week_share = serializers.FloatField(help_text="Percent of the bucket's finished jobs")
     cdf = CdfPointSerializer(many=True)
 
 
@@ -57,8 +68,22 @@ class SizeBucketsSerializer(serializers.Serializer):
     rows = SizeBucketSerializer(many=True)
 
 
+class GpuCountShareSerializer(StateShareSerializer):
+    state = None
+    running = None
+    gpus = serializers.CharField(help_text="Allocated GPUs: 1, 2, 4, 8, more than 8, other, none")
+    running_count = serializers.IntegerField(help_text="Of `count`, jobs still running")
+
+
+class GpuCountSharesSerializer(serializers.Serializer):
+    total_count = serializers.IntegerField()
+    total_gpu_hours = serializers.FloatField()
+    rows = GpuCountShareSerializer(many=True)
+
+
 class DailySeriesSerializer(serializers.Serializer):
-    bucket = serializers.CharField()
+    bucket = serializers.CharField(help_text="Node-count bucket; empty: jobs that never started")
+    label = serializers.CharField()
     counts = serializers.ListField(child=serializers.IntegerField())
 
 
@@ -70,19 +95,28 @@ class DailySubmissionsSerializer(serializers.Serializer):
 class WorkloadAnalyticsSerializer(serializers.Serializer):
     period = AnalyticsPeriodSerializer()
     tenant = serializers.CharField(allow_null=True)
+    kind = serializers.ChoiceField(choices=JOB_KINDS)
+    gpu_time_counted_until = serializers.DateTimeField(
+        help_text="Running jobs' GPU time is counted up to this moment (now, or the period's end)"
+    )
+    percentile_method = serializers.CharField()
     states = StateSharesSerializer()
     sizes = SizeBucketsSerializer()
-    daily_submissions = DailySubmissionsSerializer()
+    gpu_counts = GpuCountSharesSerializer()
+    daily_submissions = DailySubmissionsSerializer(
+        help_text="Jobs by the day they were submitted, cancelled-before-start ones included"
+    )
 
 
 class JobAnalyticsView(APIView):
-    """Job state and size shares, runtime percentiles and daily submissions (paper
-    Observations 1, 2, 4, 5) over finished jobs in the period; tenant admins see their own."""
+    """Job state, size and GPU-count shares, runtime percentiles and daily submissions (paper
+    Observations 1, 2, 4, 5) over the jobs that ended in the period or are running, GPU jobs
+    by default (jobs.analytics states each definition); tenant admins see their own."""
 
     read_roles = selectors.JOB_READERS
 
     @extend_schema(
-        summary="Workload analytics of finished jobs in a period",
+        summary="Workload analytics of the jobs in a period",
         parameters=[
             OpenApiParameter("since", OpenApiTypes.DATE, description="First day (default: 90 "
                              "days before until)"),
@@ -90,16 +124,20 @@ class JobAnalyticsView(APIView):
                              "(default: today)"),
             OpenApiParameter("tenant", str, description="Tenant slug (cluster-wide roles only; "
                              "ignored for tenant admins)"),
+            OpenApiParameter("kind", str, enum=list(JOB_KINDS), description="gpu (default): "
+                             "jobs with GPUs; cpu: CPU-only jobs; all: both"),
         ],
         responses={
             200: WorkloadAnalyticsSerializer,
-            400: OpenApiResponse(OpenApiTypes.OBJECT, description="Bad date or tenant; named"),
+            400: OpenApiResponse(OpenApiTypes.OBJECT, description="Bad date, kind or tenant; "
+                                 "named"),
         },
     )
     def get(self, request):
         params = request.query_params
         period = parse_period(params.get("since"), params.get("until"))
         stats = workload_analytics(
-            user=request.user, period=period, tenant_slug=params.get("tenant") or None
+            user=request.user, period=period, tenant_slug=params.get("tenant") or None,
+            kind=parse_kind(params.get("kind")),
         )
         return Response(WorkloadAnalyticsSerializer(stats).data)

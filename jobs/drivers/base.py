@@ -107,6 +107,12 @@ class FinishedJob:
     elapsed_seconds: int
     node_names: tuple[str, ...] = field(default_factory=tuple)
     gpus: int = 0
+    # A trace from another scheduler may give a node count without the names.
+    node_count: int | None = None
+
+    @property
+    def nodes_held(self) -> int:
+        return len(self.node_names) or (self.node_count or 0)
 
     @property
     def gpu_seconds(self) -> int:

@@ -62,7 +62,7 @@ from jobs.drivers.openapi38 import (
     parse_nodes,
     select_nodes,
 )
-from jobs.drivers.sacct import SACCT_FORMAT, parse_sacct
+from jobs.drivers.sacct import SACCT_FIELDS, SACCT_FORMAT, parse_sacct
 from jobs.drivers.validation import checked_node_names, checked_reason
 from portal.errors import InvalidInput
 
@@ -145,7 +145,7 @@ class ScontrolDriver(SlurmDriver):
         if result.returncode != 0:
             raise self._error(result)
         try:
-            jobs = parse_sacct(result.stdout)
+            jobs = parse_sacct(result.stdout, fields=SACCT_FIELDS)
         except InvalidInput as error:
             raise SlurmError(f"{result.command} printed unreadable output: {error}") from error
         # sacct has whole seconds: a job that ended in the same second as `since` is included.

@@ -62,7 +62,9 @@
     let running = data.days.map(() => 0);
     const bands = data.series.map((s, i) => {
       running = running.map((v, j) => v + s.counts[j]);
-      return { label: s.bucket + " nodes", values: running.slice(), shown: s.counts, colour: COLOURS[i % COLOURS.length] };
+      // Jobs that never started have no size: grey, apart from the size colours.
+      const colour = s.bucket === "" ? "#9aa0a6" : COLOURS[i % COLOURS.length];
+      return { label: s.label, values: running.slice(), shown: s.counts, colour };
     }).reverse();
     bars(target, data.days.map((day) => day.slice(5)), bands, { unit: "jobs", stacked: true, height: 260 });
   }

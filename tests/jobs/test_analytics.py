@@ -1,5 +1,10 @@
 """Workload analytics (paper Observations 1, 2, 4, 5): exact shares, bucket edges, runtime
-percentiles and daily submissions on a small fixture; tenant isolation; bad input; query count."""
+percentiles and daily submissions on a small fixture; tenant isolation; bad input; query count.
+
+Issue 16 changed the definitions (tests/jobs/test_analytics_definitions.py checks them against a
+plain-Python reference): the running job now counts with its GPU time up to the period's end,
+the job cancelled while pending asks for 8 GPUs (so it is a GPU job), daily submissions count
+the submit day. The expectations below were recomputed for that, by hand."""
 
 from __future__ import annotations
 
@@ -62,11 +67,12 @@ def workload(db, tenant_a, tenant_b):
         # One job without a stored gpu_seconds: the selector computes elapsed x GPUs.
         _job(f"a{number}", state, nodes, elapsed, _day(day, 10 + number % 8),
              tenant=tenant_a, store_gpu_seconds=number != 7)
-    # Cancelled while pending: a final state, but no node, no runtime, no GPU time.
-    Job.objects.create(job_id="a-pending", state="CANCELLED", node_count=0, gpus=0,
+    # Cancelled while pending: a final state, but no node, no runtime, no GPU time; it had asked
+    # for 8 GPUs (sacct's ReqTRES), so it is one of the GPU jobs.
+    Job.objects.create(job_id="a-pending", state="CANCELLED", node_count=0, gpus=8,
                        elapsed_seconds=0, gpu_seconds=0, submit_time=_day(8),
                        end_time=_day(8, 11), tenant=tenant_a, source=Job.Source.SACCT)
-    # Still running: not finished, but it started in the period (daily submissions).
+    # Still running since Jan 7 09:00: its GPU time counts up to the period's end (Feb 1).
     _job("a-running", "RUNNING", 1, 0, _day(7, 9), tenant=tenant_a)
     # Ended before the period.
     _job("a-old", "COMPLETED", 1, 3600, datetime(2025, 12, 1, tzinfo=UTC), tenant=tenant_a)
@@ -81,19 +87,22 @@ def _by(rows, key):
 def test_state_shares_by_count_and_gpu_time(api_as, workload, tenant_a):
     body = api_as(Role.OPERATOR).get(f"{API}?{PERIOD}&tenant={tenant_a.slug}").json()
     states = body["states"]
-    assert states["total_count"] == 12
-    assert states["total_gpu_hours"] == 99432.58
+    assert states["total_count"] == 13
+    # 99432.58 finished + the running job's 8 GPUs x 591 h (Jan 7 09:00 to Feb 1 00:00).
+    assert states["total_gpu_hours"] == 104160.58
+    assert (states["running_count"], states["running_gpu_hours"]) == (1, 4728.0)
     assert [row["state"] for row in states["rows"]] == [
-        "COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL",
+        "COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "RUNNING",
     ]
     shares = {row["state"]: (row["count"], row["count_share"], row["gpu_hours"],
                              row["gpu_time_share"]) for row in states["rows"]}
     assert shares == {
-        "COMPLETED": (3, 25.0, 52.0, 0.05),
-        "CANCELLED": (5, 41.67, 75761.78, 76.19),
-        "FAILED": (2, 16.67, 2.8, 0.0),
-        "TIMEOUT": (1, 8.33, 768.0, 0.77),
-        "NODE_FAIL": (1, 8.33, 22848.0, 22.98),
+        "COMPLETED": (3, 23.08, 52.0, 0.05),
+        "CANCELLED": (5, 38.46, 75761.78, 72.74),
+        "FAILED": (2, 15.38, 2.8, 0.0),
+        "TIMEOUT": (1, 7.69, 768.0, 0.74),
+        "NODE_FAIL": (1, 7.69, 22848.0, 21.94),
+        "RUNNING": (1, 7.69, 4728.0, 4.54),
     }
 
 
@@ -102,19 +111,21 @@ def test_size_buckets_edges_and_shares(api_as, workload, tenant_a):
     assert [row["bucket"] for row in sizes["rows"]] == [
         "1", "2", "3-4", "5-8", "9-16", "17-32", "33-64", "65+",
     ]
-    assert sizes["total_count"] == 11  # the job cancelled while pending has no size
+    assert sizes["total_count"] == 12  # the job cancelled while pending has no size
     table = {row["bucket"]: (row["count"], row["count_share"], row["gpu_hours"],
                              row["gpu_time_share"]) for row in sizes["rows"]}
     assert table == {
-        "1": (3, 27.27, 12.13, 0.01),
-        "2": (1, 9.09, 2.67, 0.0),
-        "3-4": (2, 18.18, 816.0, 0.82),
-        "5-8": (1, 9.09, 40.0, 0.04),
-        "9-16": (1, 9.09, 24576.0, 24.72),
-        "17-32": (3, 27.27, 73985.78, 74.41),
+        "1": (4, 33.33, 4740.13, 4.55),  # with the running job
+        "2": (1, 8.33, 2.67, 0.0),
+        "3-4": (2, 16.67, 816.0, 0.78),
+        "5-8": (1, 8.33, 40.0, 0.04),
+        "9-16": (1, 8.33, 24576.0, 23.59),
+        "17-32": (3, 25.0, 73985.78, 71.03),
         "33-64": (0, 0.0, 0.0, 0.0),
         "65+": (0, 0.0, 0.0, 0.0),
     }
+    # Runtime statistics are the finished jobs' only.
+    assert _by(sizes["rows"], "bucket")["1"]["finished_count"] == 3
 
 
 def test_runtime_percentiles_week_share_and_cdf(api_as, workload, tenant_a):
@@ -139,14 +150,15 @@ def test_runtime_percentiles_week_share_and_cdf(api_as, workload, tenant_a):
     assert rows["33-64"]["cdf"] == []
 
 
-def test_daily_submissions_by_start_day(api_as, workload, tenant_a):
+def test_daily_submissions_by_submit_day(api_as, workload, tenant_a):
     daily = api_as(Role.OPERATOR).get(
         f"{API}?since=2026-01-05&until=2026-01-12&tenant={tenant_a.slug}"
     ).json()["daily_submissions"]
     assert daily["days"] == [f"2026-01-{day:02d}" for day in range(5, 13)]
     series = {row["bucket"]: row["counts"] for row in daily["series"]}
-    # Jan 7 counts the running job as well: it started that day.
+    # The fixture submits each job when it starts; Jan 7 counts the running job too.
     assert series["1"] == [3, 0, 1, 0, 0, 0, 0, 0]
+    assert series[""] == [0, 0, 0, 1, 0, 0, 0, 0]  # cancelled while pending, submitted Jan 8
     assert series["2"] == [0, 1, 0, 0, 0, 0, 0, 0]
     assert series["3-4"] == [0, 1, 1, 0, 0, 0, 0, 0]
     assert series["5-8"] == [0, 0, 1, 0, 0, 0, 0, 0]
@@ -160,22 +172,22 @@ def test_tenant_admin_sees_only_their_tenant_and_cannot_pick_another(
 ):
     client = api_as(Role.TENANT_ADMIN, tenant=tenant_a)
     own = client.get(f"{API}?{PERIOD}").json()
-    assert own["states"]["total_count"] == 12 and own["tenant"] is None
+    assert own["states"]["total_count"] == 13 and own["tenant"] is None
     assert _by(own["sizes"]["rows"], "bucket")["2"]["count"] == 1  # not tenant B's 2-node job
     picked = client.get(f"{API}?{PERIOD}&tenant={tenant_b.slug}").json()
     assert picked["states"] == own["states"] and picked["tenant"] is None
     # Tenant B's admin sees only B's one job.
     other = api_as(Role.TENANT_ADMIN, tenant=tenant_b).get(f"{API}?{PERIOD}").json()
     assert other["states"]["rows"] == [
-        {"state": "COMPLETED", "count": 1, "count_share": 100.0, "gpu_hours": 16.0,
-         "gpu_time_share": 100.0}
+        {"state": "COMPLETED", "running": False, "count": 1, "count_share": 100.0,
+         "gpu_hours": 16.0, "gpu_time_share": 100.0}
     ]
 
 
 def test_operators_see_all_tenants_or_pick_one(api_as, workload, tenant_b):
     client = api_as(Role.OPERATOR)
     everything = client.get(f"{API}?{PERIOD}").json()
-    assert everything["states"]["total_count"] == 13
+    assert everything["states"]["total_count"] == 14
     assert _by(everything["sizes"]["rows"], "bucket")["2"]["count"] == 2
     only_b = client.get(f"{API}?{PERIOD}&tenant={tenant_b.slug}").json()
     assert only_b["tenant"] == tenant_b.slug and only_b["states"]["total_count"] == 1
@@ -230,10 +242,10 @@ def test_query_count_does_not_grow_with_jobs(api_as, workload, tenant_a):
              tenant=tenant_a)
     with CaptureQueriesContext(connection) as many:
         body = client.get(url).json()
-    assert body["states"]["total_count"] == 52
+    assert body["states"]["total_count"] == 53
     assert len(many) == len(few)
     analytics = [q for q in many.captured_queries if '"jobs_job"' in q["sql"]]
-    assert len(analytics) == 3
+    assert len(analytics) == 4  # states, node buckets, GPU counts, daily submissions
 
 
 def test_page_shows_tables_charts_data_and_the_job_list_links_to_it(make_user, workload):
