@@ -10,6 +10,7 @@ once, so the analytics page costs the same for ten jobs or a hundred thousand.
 from __future__ import annotations
 
 import json
+import math
 import re
 import urllib.error
 import urllib.parse
@@ -29,6 +30,7 @@ from telemetry.drivers.base import (
 
 UTILISATION = "DCGM_FI_DEV_GPU_UTIL"
 IN_A_JOB = f'{UTILISATION}{{hpc_job!=""}}'
+MAX_SUBQUERY_STEPS = 20000
 
 
 def _label_value(value: str) -> str:
@@ -98,7 +100,9 @@ class PrometheusDriver(TelemetryDriver):
 
     def job_summaries(self, start, end, job_ids=None):
         seconds = max(1, int((end - start).total_seconds()))
-        step = max(1, int(self.step_seconds))
+        # The subquery's cost grows with range / step: past MAX_SUBQUERY_STEPS the resolution
+        # coarsens instead (a year at 60 s would be 525,600 steps per GPU).
+        step = max(1, int(self.step_seconds), math.ceil(seconds / MAX_SUBQUERY_STEPS))
         selector = IN_A_JOB
         if job_ids is not None:
             if not job_ids:

@@ -228,6 +228,26 @@ def test_job_utilisation_of_own_jobs_only(prometheus, api_as, tenant_a, tenant_b
     assert tenant_admin.get("/api/telemetry/jobs/9002/utilisation/").status_code == 404
 
 
+def test_pages_show_the_figures(prometheus, make_user, tenant_a):
+    from django.test import Client
+
+    _job("9001", tenant_a, gpus=8)
+    _job("9002", tenant_a, state="RUNNING", node_count=2, gpus=16)
+    client = Client()
+    client.force_login(make_user(Role.TENANT_ADMIN, tenant=tenant_a))
+    job_page = client.get("/jobs/9001/").content.decode()
+    assert "<dt>Mean utilisation</dt><dd>10.0%</dd>" in job_page
+    assert 'id="telemetry-job-series"' in job_page
+    analytics = client.get("/jobs/analytics/").content.decode()
+    assert "1 of 1 jobs have GPU samples" in analytics
+    assert ('<tr data-bucket="1"><td>1</td><td class="num">1</td><td class="num">1</td>'
+            '<td class="num">10.0</td><td class="num">100.0</td></tr>') in analytics
+    tenant_page = client.get(f"/tenants/{tenant_a.slug}/").content.decode()
+    # 8 GPU-hours at 10% and 16 (so far) at 95%.
+    panel = tenant_page[tenant_page.index('id="tenant-efficiency"'):]
+    assert f"<dd>{(10 * 8 + 95 * 16) / 24:.1f}%</dd>" in panel[:1500]
+
+
 def test_tenant_efficiency_weights_jobs_by_gpu_time(prometheus, make_user, tenant_a):
     from telemetry.selectors import tenant_efficiency
 
