@@ -21,7 +21,7 @@ class TelemetryStatusSerializer(serializers.Serializer):
     message = serializers.CharField(help_text="Why figures are missing; empty when none are")
 
 
-class CdfPointSerializer(serializers.Serializer):
+class UtilisationCdfPointSerializer(serializers.Serializer):
     fraction = serializers.FloatField()
     value = serializers.FloatField(help_text="Percent")
 
@@ -37,17 +37,17 @@ class Observation3BucketSerializer(serializers.Serializer):
     low_gpu_time_percent = serializers.FloatField(
         allow_null=True, help_text="Share of the bucket's GPU time below 20% utilisation"
     )
-    mean_percent_cdf = CdfPointSerializer(many=True)
-    low_share_cdf = CdfPointSerializer(many=True)
+    mean_percent_cdf = UtilisationCdfPointSerializer(many=True)
+    low_share_cdf = UtilisationCdfPointSerializer(many=True)
 
 
-class PeriodSerializer(serializers.Serializer):
+class TelemetryPeriodSerializer(serializers.Serializer):
     since = serializers.DateField()
     until = serializers.DateField()
 
 
 class Observation3Serializer(TelemetryStatusSerializer):
-    period = PeriodSerializer()
+    period = TelemetryPeriodSerializer()
     tenant = serializers.CharField(allow_null=True)
     threshold_percent = serializers.FloatField()
     jobs = serializers.IntegerField(allow_null=True, help_text="Finished GPU jobs in the period")
