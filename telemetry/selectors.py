@@ -63,8 +63,9 @@ def job_utilisation(*, user, job_id: str, now: datetime | None = None) -> dict:
     if job is None:
         raise Http404(f"No job {job_id} you may see.")
     now = now or timezone.now()
-    answer = {"job_id": job.job_id, "points": [], "mean_percent": None, "low_share_percent": None,
-              "gpus_reporting": None, "step_seconds": None}
+    answer = {"job_id": job.job_id, "start": None, "end": None, "points": [],
+              "mean_percent": None, "low_share_percent": None, "gpus_reporting": None,
+              "step_seconds": None}
     driver = get_telemetry_driver()
     if driver is None:
         return {**answer, **_status(False, False, NOT_CONFIGURED)}
@@ -81,6 +82,8 @@ def job_utilisation(*, user, job_id: str, now: datetime | None = None) -> dict:
     except TelemetryUnavailable as error:
         return {**answer, **_status(True, False, str(error))}
     answer.update(
+        start=start.isoformat(),
+        end=end.isoformat(),
         step_seconds=round(step, 3),
         points=[
             {"at": point.at.isoformat(), "mean_percent": round(point.mean_percent, 2),
@@ -92,7 +95,9 @@ def job_utilisation(*, user, job_id: str, now: datetime | None = None) -> dict:
         return {**answer, **_status(True, True, "Prometheus has no samples for this job.")}
     answer.update(
         mean_percent=_rounded(summary.mean_percent, 2),
-        low_share_percent=_rounded(100 * summary.low_share, 2),
+        low_share_percent=(
+            None if summary.low_share is None else _rounded(100 * summary.low_share, 2)
+        ),
         gpus_reporting=summary.gpus,
     )
     return {**answer, **_status(True, True)}
@@ -137,7 +142,7 @@ def observation3(*, user, period: Period, tenant_slug: str | None = None,
         summaries = driver.job_summaries(earliest, end)
     except TelemetryUnavailable as error:
         return {**answer, **_status(True, False, str(error))}
-    measured: dict[str, list[tuple[float, float, int]]] = defaultdict(list)
+    measured: dict[str, list[tuple[float, float | None, int]]] = defaultdict(list)
     counts: dict[str, int] = defaultdict(int)
     for job_id, node_count, gpus, gpu_seconds, elapsed in rows:
         bucket = size_bucket(node_count)
@@ -154,11 +159,13 @@ def observation3(*, user, period: Period, tenant_slug: str | None = None,
     return {**answer, **_status(True, True)}
 
 
-def _bucket_row(label: str, measured: list[tuple[float, float, int]], jobs: int) -> dict:
+def _bucket_row(label: str, measured: list[tuple[float, float | None, int]], jobs: int) -> dict:
     means = [mean for mean, _, _ in measured]
-    lows = [low for _, low, _ in measured]
+    lows = [low for _, low, _ in measured if low is not None]
     total_weight = sum(weight for _, _, weight in measured)
-    low_weight = sum(low * weight for _, low, weight in measured)
+    # The share below 20% over the jobs that have one (a job shorter than a step may not).
+    low_total_weight = sum(weight for _, low, weight in measured if low is not None)
+    low_weight = sum(low * weight for _, low, weight in measured if low is not None)
     mean_cdf = _quantiles(means) if means else []
     low_cdf = _quantiles(lows) if lows else []
     return {
@@ -168,7 +175,7 @@ def _bucket_row(label: str, measured: list[tuple[float, float, int]], jobs: int)
         "gpu_hours_with_telemetry": round(total_weight / 3600, 2),
         "median_mean_percent": _rounded(mean_cdf[CDF_FRACTIONS.index(0.5)], 2) if means else None,
         "low_gpu_time_percent": (
-            round(100 * low_weight / total_weight, 2) if total_weight else None
+            round(100 * low_weight / low_total_weight, 2) if low_total_weight else None
         ),
         "mean_percent_cdf": [
             {"fraction": f, "value": round(v, 2)}
@@ -261,7 +268,7 @@ def tenant_efficiency(*, user, tenant, start: datetime, end: datetime | None = N
         summaries = driver.job_summaries(first_start, end, job_ids=[job.job_id for job in jobs])
     except TelemetryUnavailable as error:
         return {**answer, **_status(True, False, str(error))}
-    total = weighted_mean = weighted_low = 0.0
+    total = weighted_mean = weighted_low = low_total = 0.0
     measured = 0
     for job in jobs:
         summary = summaries.get(job.job_id)
@@ -274,10 +281,13 @@ def tenant_efficiency(*, user, tenant, start: datetime, end: datetime | None = N
         weight = max(0.0, (run_end - run_start).total_seconds()) * job.gpus
         total += weight
         weighted_mean += weight * summary.mean_percent
-        weighted_low += weight * summary.low_share
+        if summary.low_share is not None:
+            low_total += weight
+            weighted_low += weight * summary.low_share
     answer["jobs_with_telemetry"] = measured
     if total:
         answer["mean_percent"] = round(weighted_mean / total, 1)
-        answer["low_gpu_time_percent"] = round(100 * weighted_low / total, 1)
+    if low_total:
+        answer["low_gpu_time_percent"] = round(100 * weighted_low / low_total, 1)
     return {**answer, **_status(True, True)}
 

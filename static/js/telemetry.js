@@ -7,13 +7,16 @@
   const width = (target) => Math.max(320, target.clientWidth || 640);
 
   function jobChart() {
-    const points = read("telemetry-job-series");
+    const job = read("telemetry-job-series");
+    const points = job?.points;
     const target = document.getElementById("telemetry-job-chart");
     if (!points || !points.length || !target || !window.uPlot || target.dataset.drawn) return;
     target.dataset.drawn = "1";
+    // The job's whole run on the x axis: the part without samples shows as such.
+    const range = [Date.parse(job.start) / 1000, Date.parse(job.end) / 1000];
     new uPlot({
       width: width(target), height: 220,
-      scales: { y: { range: [0, 100] } },
+      scales: { x: { range: () => range }, y: { range: [0, 100] } },
       axes: [{}, { label: "GPU utilisation (%)" }],
       series: [{}, { label: "mean over the job's GPUs", stroke: COLOURS[0], width: 2,
                      value: (u, v) => (v == null ? "--" : v.toFixed(1) + "%") }],

@@ -63,6 +63,8 @@ class UtilisationPointSerializer(serializers.Serializer):
 
 class JobUtilisationSerializer(TelemetryStatusSerializer):
     job_id = serializers.CharField()
+    start = serializers.DateTimeField(allow_null=True, help_text="The range read: job start")
+    end = serializers.DateTimeField(allow_null=True, help_text="Job end, or now")
     step_seconds = serializers.FloatField(allow_null=True)
     mean_percent = serializers.FloatField(allow_null=True)
     low_share_percent = serializers.FloatField(allow_null=True)

@@ -37,11 +37,12 @@ class UtilisationPoint:
 @dataclass(frozen=True)
 class JobUtilisation:
     """One job over a time range: the mean of its GPUs' mean utilisation (Observation 3), and
-    the share of its GPU time spent below LOW_UTILISATION_PERCENT (0..1)."""
+    the share of its GPU time spent below LOW_UTILISATION_PERCENT (0..1; None when no step of
+    the share's subquery fell on a sample, e.g. a job shorter than the step)."""
 
     job_id: str
     mean_percent: float
-    low_share: float
+    low_share: float | None
     gpus: int
 
 

@@ -102,7 +102,9 @@ class PrometheusDriver(TelemetryDriver):
         seconds = max(1, int((end - start).total_seconds()))
         # The subquery's cost grows with range / step: past MAX_SUBQUERY_STEPS the resolution
         # coarsens instead (a year at 60 s would be 525,600 steps per GPU).
-        step = max(1, int(self.step_seconds), math.ceil(seconds / MAX_SUBQUERY_STEPS))
+        # A range shorter than ten steps gets a finer step, or it could miss every sample.
+        step = max(1, min(int(self.step_seconds), seconds // 10),
+                   math.ceil(seconds / MAX_SUBQUERY_STEPS))
         selector = IN_A_JOB
         if job_ids is not None:
             if not job_ids:
@@ -128,7 +130,7 @@ class PrometheusDriver(TelemetryDriver):
             summaries[job_id] = JobUtilisation(
                 job_id=job_id,
                 mean_percent=float(row["value"][1]),
-                low_share=low_by_job.get(job_id, 0.0),
+                low_share=low_by_job.get(job_id),
                 gpus=gpus_by_job.get(job_id, 0),
             )
         return summaries
