@@ -128,3 +128,19 @@ def test_simulated_jobs_spend_time_below_20_percent_as_observation3_found(nodes,
     measured = sum(value < 20 for value in samples) / len(samples)
     assert measured == pytest.approx(low_share, abs=0.05)
     assert all(0 <= value <= 100 for value in samples)
+
+
+def test_demo_backfill_writes_blocks_prometheus_can_read(running_job, tmp_path):
+    (tmp_path / "exporter-spec.json").write_text(
+        '{"nodes": [{"hostname": "gpu001", "gpus": [{"index": 0, "uuid": "GPU-a"}]}, '
+        '{"hostname": "gpu002", "gpus": []}]}'
+    )
+    call_command("telemetry_backfill", "--dir", str(tmp_path), "--days", "1", "--step", "60")
+    listed = subprocess.run(["promtool", "tsdb", "list", str(tmp_path / "prometheus-data")],
+                            capture_output=True, text=True, check=True).stdout
+    # The running job started an hour ago: 4 GPUs on each of its 2 nodes, ~50 one-minute samples
+    # up to ten minutes ago. Blocks are cut at 2-hour boundaries: count over all of them.
+    blocks = [line.split() for line in listed.splitlines()[1:]]
+    samples = sum(int(block[4]) for block in blocks)
+    assert max(int(block[6]) for block in blocks) == 8
+    assert 45 * 8 <= samples <= 51 * 8
