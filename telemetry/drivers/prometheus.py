@@ -112,14 +112,22 @@ class PrometheusDriver(TelemetryDriver):
             pattern = "|".join(re.escape(job_id) for job_id in job_ids)
             selector = f'{UTILISATION}{{hpc_job=~"{_label_value(pattern)}"}}'
         # Per GPU, its mean over the range; per job, the mean of its GPUs (Observation 3).
-        means = self._instant(f"avg by (hpc_job) (avg_over_time({selector}[{seconds}s]))", end)
+        per_gpu = "avg by (hpc_job, Hostname, gpu)"
+        means = self._instant(
+            f"avg by (hpc_job) ({per_gpu} (avg_over_time({selector}[{seconds}s])))", end
+        )
         # Per GPU, the share of its samples below 20% (a subquery of 0/1 at each step).
         low = self._instant(
-            f"avg by (hpc_job) (avg_over_time(({selector} < bool {LOW_UTILISATION_PERCENT:g})"
-            f"[{seconds}s:{step}s]))",
+            f"avg by (hpc_job) ({per_gpu} (avg_over_time(({selector} < bool "
+            f"{LOW_UTILISATION_PERCENT:g})[{seconds}s:{step}s])))",
             end,
         )
-        gpus = self._instant(f"count by (hpc_job) (count_over_time({selector}[{seconds}s]))", end)
+        # GPUs, not series: one GPU may have several (e.g. an exporter restarted with new labels).
+        gpus = self._instant(
+            f"count by (hpc_job) (count by (hpc_job, Hostname, gpu) "
+            f"(count_over_time({selector}[{seconds}s])))",
+            end,
+        )
         low_by_job = {row["metric"].get("hpc_job"): float(row["value"][1]) for row in low}
         gpus_by_job = {row["metric"].get("hpc_job"): int(float(row["value"][1])) for row in gpus}
         summaries = {}

@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from jobs.models import Job
 from telemetry.exporter.metrics import DCGM_COUNTERS, MODEL_NAME, read_state, simulated_utilisation
-from telemetry.job_mapping import GPUS_PER_NODE
+from telemetry.job_mapping import GPUS_PER_NODE, running_job_assignments
 
 NAME, _, HELP = DCGM_COUNTERS[0]  # DCGM_FI_DEV_GPU_UTIL
 
@@ -54,6 +54,13 @@ class Command(BaseCommand):
             .prefetch_related("nodes")
             .order_by("start_time")
         )
+        # Running jobs keep the GPUs the live mapping gives them, so their history and their
+        # live samples are one series per GPU; finished ones take the lowest indexes.
+        live_indexes: dict[tuple[str, str], list[int]] = {}
+        for host, gpus in running_job_assignments().items():
+            for index, job_ids in gpus.items():
+                for job_id in job_ids:
+                    live_indexes.setdefault((job_id, host), []).append(index)
         lines = [f"# HELP {NAME} {HELP}", f"# TYPE {NAME} gauge"]
         series = samples = 0
         for job in jobs:
@@ -67,10 +74,15 @@ class Command(BaseCommand):
             if not times:
                 continue
             for host in hosts:
-                uuids = {gpu["index"]: gpu.get("uuid", "") for gpu in spec[host].get("gpus", [])}
-                for index in range(per_node):
+                gpus = {gpu["index"]: gpu for gpu in spec[host].get("gpus", [])}
+                indexes = live_indexes.get((job.job_id, host)) or range(per_node)
+                for index in sorted(indexes):
+                    gpu = gpus.get(index, {})
+                    # Exactly the live exporter's label set (metrics.render_dcgm) plus the
+                    # target labels Prometheus adds.
                     labels = (
-                        f'gpu="{index}",UUID="{uuids.get(index, "")}",device="nvidia{index}",'
+                        f'gpu="{index}",UUID="{gpu.get("uuid", "")}",'
+                        f'pci_bus_id="{gpu.get("pci_bus_id", "")}",device="nvidia{index}",'
                         f'modelName="{MODEL_NAME}",Hostname="{host}",hpc_job="{job.job_id}",'
                         f'instance="{host}",job="dcgm"'
                     )
