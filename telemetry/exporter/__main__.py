@@ -15,6 +15,7 @@ import argparse
 import contextlib
 import json
 import sys
+import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -24,7 +25,30 @@ from telemetry.exporter.metrics import read_state, render_dcgm, render_node
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
+STATE_MAX_AGE_SECONDS = 0.5
+
+
+class StateCache:
+    """The state directory read at most every STATE_MAX_AGE_SECONDS for all requests: a
+    hundred nodes' scrapes would otherwise each read every node's job mapping files."""
+
+    def __init__(self, directory: Path):
+        self.directory = directory
+        self.lock = threading.Lock()
+        self.read_at = float("-inf")
+        self.state = None
+
+    def get(self):
+        with self.lock:
+            if time.monotonic() - self.read_at > STATE_MAX_AGE_SECONDS:
+                self.state = read_state(self.directory)
+                self.read_at = time.monotonic()
+            return self.state
+
+
 def make_handler(directory: Path):
+    cache = StateCache(directory)
+
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):
             parts = self.path.split("?", 1)[0].strip("/").split("/")
@@ -34,7 +58,7 @@ def make_handler(directory: Path):
             if len(parts) != 3 or parts[0] not in ("dcgm", "node") or parts[2] != "metrics":
                 self.send_error(404, "use /dcgm/<hostname>/metrics or /node/<hostname>/metrics")
                 return
-            state = read_state(directory)
+            state = cache.get()
             hostname = parts[1]
             if hostname not in state.nodes:
                 self.send_error(404, f"no node {hostname} in exporter-spec.json")
