@@ -22,7 +22,7 @@ from portal.timeparse import parse_datetime_utc
 
 MAX_MESSAGE_LENGTH = 1000
 GPU_KINDS = frozenset({"xid", "ecc", "gpu_unresponsive", "nvlink_error"})
-NIC_KINDS = frozenset({"nic_error", "transceiver_error"})
+NIC_KINDS = frozenset({"nic_error", "transceiver_error", "nic_link_down"})
 # Alertmanager alertname -> platform event kind; extend with FAULTS_ALERTNAME_KINDS.
 DEFAULT_ALERTNAME_KINDS = {
     "GPUXidError": "xid",
@@ -32,6 +32,7 @@ DEFAULT_ALERTNAME_KINDS = {
     "NVLinkErrors": "nvlink_error",
     "NICErrors": "nic_error",
     "TransceiverErrors": "transceiver_error",
+    "NICLinkDown": "nic_link_down",  # node_infiniband_state_id == 1 (telemetry/config.py)
     "SwitchReboot": "switch_reboot",
     "NodeDown": "node_down",
 }

@@ -82,6 +82,11 @@ BUILT_IN_RULES: dict[str, Rule] = {
              propose=("drain", "reboot")),
         Rule("transceiver_error", "Transceiver errors", Category.NIC_TRANSCEIVER, "transceiver",
              Severity.MAJOR, propose=("drain", "vendor")),
+        # A rail NIC down leaves the node without its share of the rail-optimised fabric:
+        # multi-node jobs there would run at a fraction of their bandwidth (node health checks
+        # drain such nodes too: jobs.drivers.simulator's "NHC: ... link down").
+        Rule("nic_link_down", "NIC link down", Category.NIC_TRANSCEIVER, "transceiver",
+             Severity.MAJOR, auto=("drain",), propose=("vendor",)),
         Rule("switch_reboot", "Switch rebooted", Category.INTERCONNECT_SWITCH, "",
              Severity.CRITICAL),
         Rule("node_down", "Node DOWN in Slurm", Category.UNCLASSIFIED, "", Severity.CRITICAL),
@@ -103,7 +108,7 @@ DOUBLE_BIT_ECC_RULE = replace(
     BUILT_IN_RULES["xid:48"], kind="ecc", title="Double-bit ECC errors"
 )
 PLATFORM_KINDS = ("xid", "ecc", "gpu_unresponsive", "nvlink_error", "nic_error",
-                  "transceiver_error", "switch_reboot")
+                  "transceiver_error", "nic_link_down", "switch_reboot")
 
 
 def rule_for(kind: str) -> Rule:

@@ -24,7 +24,8 @@ Definitions (the page and the API state the same):
 - Observation 5: jobs per day by bucket, counted on the day they were submitted, whatever
   happened next: jobs cancelled before they started are a series of their own ("never started").
 
-Observation 3 (per-job GPU utilisation) needs DCGM samples, which the portal does not collect.
+Observation 3 (per-job GPU utilisation) needs DCGM samples: telemetry/selectors.py reads them
+from the site's Prometheus (`observation3`).
 """
 
 from __future__ import annotations

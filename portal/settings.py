@@ -430,6 +430,19 @@ FAULTS_REPEAT_THRESHOLD = 2
 # Extra Alertmanager alertname -> event kind mappings (faults/intake.py has the defaults).
 FAULTS_ALERTNAME_KINDS: dict = {}
 
+# --- telemetry (issue 16): GPU telemetry read from the site's Prometheus (telemetry/) -----------
+INSTALLED_APPS += ["telemetry"]
+# Empty: no telemetry; the pages say so instead of showing zeros.
+PROMETHEUS_URL = ENV.get("PROMETHEUS_URL", "").strip()
+TELEMETRY_DRIVER = ENV.get("TELEMETRY_DRIVER", "telemetry.drivers.prometheus.PrometheusDriver")
+# Pages wait at most this long for Prometheus before saying it is unreachable.
+PROMETHEUS_TIMEOUT = env_float(ENV, "PROMETHEUS_TIMEOUT", 3.0)
+# Resolution of the share-below-20% subquery: the site's scrape interval or coarser.
+TELEMETRY_STEP_SECONDS = env_float(ENV, "TELEMETRY_STEP_SECONDS", 60.0)
+# "Idle GPU in a running job": mean utilisation under 20% over this window.
+TELEMETRY_IDLE_WINDOW_SECONDS = env_float(ENV, "TELEMETRY_IDLE_WINDOW_SECONDS", 300.0)
+# --- end of telemetry ----------------------------------------------------------------------------
+
 # --- API contract (issue 13) ----------------------------------------------------------------------
 # The schema documents every error status (portal/api/schema.py), and NUL characters, which
 # PostgreSQL cannot store, are a 400 naming the field wherever text comes in.

@@ -520,3 +520,31 @@ MATRIX.update(
         ),
     }
 )
+
+
+# --- telemetry (issue 16): job readers; tenant admins only their own jobs; operators' idle view -
+MATRIX.update(
+    {
+        "telemetry:idle-gpus": Route(
+            (get("/telemetry/idle-gpus/", statuses(200, 200, 200, 403, 403, 302)),)
+        ),
+        "api:telemetry:observation3": Route(
+            (get("/api/telemetry/observation3/", statuses(200, 200, 200, 403, 200, 401)),)
+        ),
+        "api:telemetry:idle-gpus": Route(
+            (get("/api/telemetry/idle-gpus/", statuses(200, 200, 200, 403, 200, 401)),)
+        ),
+        "api:telemetry:job-utilisation": Route(
+            (
+                get(
+                    lambda w: f"/api/telemetry/jobs/{w.own_job.job_id}/utilisation/",
+                    statuses(200, 200, 200, 403, 200, 401),
+                ),
+                get(
+                    lambda w: f"/api/telemetry/jobs/{w.other_job.job_id}/utilisation/",
+                    statuses(200, 200, 200, 403, 404, 401),
+                ),
+            )
+        ),
+    }
+)

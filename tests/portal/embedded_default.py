@@ -133,6 +133,9 @@ class EmbeddedDemo:
     def start(self, timeout: float = 90) -> None:
         environment = embedded_environment(self.var_dir)
         environment["FABRIC_EMULATOR_BASE_PORT"] = str(free_port_block(EMULATOR_PORTS))
+        # Telemetry has its own tests (tests/telemetry/); here its fixed ports and its history
+        # backfill (CPU for seconds) would only slow and entangle this one.
+        environment["DEMO_TELEMETRY"] = "0"
         with self.log_path.open("w") as log:
             self.process = subprocess.Popen(
                 ["scripts/demo-run", "127.0.0.1", str(self.port)],
