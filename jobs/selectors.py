@@ -226,6 +226,17 @@ def jobs_behind_switch(switch: Switch) -> QuerySet[Job]:
     )
 
 
+def running_jobs_on_nodes(node_ids) -> QuerySet[Job]:
+    """Running jobs with at least one node among `node_ids` (ids or a values() subquery)."""
+    return running_jobs().filter(nodes__in=node_ids).distinct().order_by("job_id")
+
+
+def running_jobs_crossing_pods(pod_ids: set[int]) -> QuerySet[Job]:
+    """Running jobs spanning more than one pod, one of them among `pod_ids`: the jobs whose
+    traffic crosses the spines those pods' leafs uplink to."""
+    return _jobs_spanning_pods(running_jobs(), set(pod_ids)).order_by("job_id")
+
+
 def jobs_behind_port(port: SwitchPort) -> QuerySet[Job]:
     """Running jobs whose traffic goes through `port`: a host-facing port (or a broken-out
     cage, through its halves) gives the jobs on the node behind it; a leaf-spine link gives

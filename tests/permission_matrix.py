@@ -336,6 +336,16 @@ MATRIX: dict[str, Route] = {
             ),
         )
     ),
+    # --- console (issue 15): impact of taking something out, scoped to what each role sees ---
+    "api:console:impact": Route(
+        (
+            get(lambda w: f"/api/impact/?target=node:{w.node.hostname}", API_READ_ALL,
+                note="the tenant admin's own node"),
+            get(lambda w: f"/api/impact/?target=node:{w.other_node.hostname}",
+                statuses(200, 200, 200, 200, 400, 401),
+                note="another tenant's node is not the tenant admin's to name"),
+        )
+    ),
     "api:jobs:job-list": Route((get("/api/jobs/jobs/", statuses(200, 200, 200, 403, 200, 401)),)),
     "api:jobs:job-detail": Route(
         (

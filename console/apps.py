@@ -1,0 +1,14 @@
+from django.apps import AppConfig
+
+
+class ConsoleConfig(AppConfig):
+    """Pages and endpoints above the domain apps: they compose inventory, jobs, fabric and faults,
+    so portal/ never has to import a domain app."""
+
+    name = "console"
+
+    def ready(self) -> None:
+        from inventory.ui_panels import register_node_panel, register_switch_panel
+
+        register_node_panel("console/_impact_panel.html")
+        register_switch_panel("console/_impact_panel.html")
