@@ -8,7 +8,11 @@ class ConsoleConfig(AppConfig):
     name = "console"
 
     def ready(self) -> None:
+        from console.impact import impact_snapshot
+        from faults.hooks import register_impact_provider
         from inventory.ui_panels import register_node_panel, register_switch_panel
+
+        register_impact_provider(impact_snapshot)  # tickets keep their impact at detection
 
         register_node_panel("console/_impact_panel.html")
         register_switch_panel("console/_impact_panel.html")

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 from django.db.models import Prefetch, Q
+from django.utils import timezone
 
 from inventory.hostlist import compress_hostlist, expand_hostlist
 from inventory.models import GPU, NIC, Allocation, Node, Switch, SwitchPort
@@ -167,15 +169,20 @@ def _resolve_nic(user, name: str) -> Reach:
 
 
 def _resolve_port(user, name: str) -> Reach:
-    hostname, _, port_name = name.partition(":")
+    """`<switch>:<port>[,<port>...]`: a confirmation shutting several ports asks about all."""
+    hostname, _, port_names = name.partition(":")
     switch = _switch(hostname)
-    port = SwitchPort.objects.filter(switch=switch, name=port_name).first()
-    if port is None:
-        raise _bad(f"Unknown port {port_name!r} on {switch.hostname}; use "
+    wanted = [port_name for port_name in port_names.split(",") if port_name]
+    ports = list(SwitchPort.objects.filter(switch=switch, name__in=wanted))
+    missing = sorted(set(wanted) - {port.name for port in ports})
+    if missing or not wanted:
+        raise _bad(f"Unknown port {', '.join(missing) or port_names!r} on {switch.hostname}; use "
                    "port:<switch>:<port>, e.g. port:leaf-p1-r3:Ethernet8.")
     # A broken-out cage carries the links of its halves.
-    port_ids = [port.pk, *port.breakout_children.values_list("pk", flat=True)]
-    reach = Reach("port", f"{switch.hostname} {port.name}")
+    port_ids = [port.pk for port in ports] + list(
+        SwitchPort.objects.filter(breakout_parent__in=ports).values_list("pk", flat=True)
+    )
+    reach = Reach("port", f"{switch.hostname} {', '.join(port.name for port in ports)}")
     cables = active_cables().filter(Q(a_port_id__in=port_ids) | Q(b_port_id__in=port_ids))
     _lose_cables(reach, _cables_with_ends(cables))
     return reach
@@ -450,3 +457,38 @@ def _sentence(summary: dict) -> str:
         parts.append(f"{row['pod']} loses {row['lost_fraction'] * 100:.1f}% of its bisection "
                      f"({row['lost_gbps']} of {row['total_gbps']} Gb/s)")
     return f"{summary['label']}: " + "; ".join(parts) + "."
+
+
+# The portal's own view, for what it records (a ticket's impact at detection); pages and the API
+# show such a record filtered by the reader's role (`visible_snapshot`).
+SYSTEM_VIEW = SimpleNamespace(role=Role.ADMIN, tenant_id=None, is_authenticated=True)
+
+
+def impact_snapshot(target: str) -> dict:
+    """The whole impact of `target` now, with the time it was taken (faults.hooks provider)."""
+    return {**impact_of(user=SYSTEM_VIEW, target=target).as_dict(),
+            "captured_at": timezone.now().isoformat()}
+
+
+def visible_snapshot(snapshot: dict, *, user) -> dict:
+    """A recorded impact as `user` may read it: a viewer gets no jobs or tenants, a tenant
+    admin only their own tenant's."""
+    if not snapshot:
+        return {}
+    role = getattr(user, "role", None)
+    if role in TENANT_DATA_ROLES:
+        return snapshot
+    shown = {**snapshot, "summary": {**snapshot.get("summary", {})}}
+    if role == Role.TENANT_ADMIN and getattr(user, "tenant_id", None):
+        from portal.models import Tenant
+
+        slug = Tenant.objects.filter(pk=user.tenant_id).values_list("slug", flat=True).first()
+        shown["jobs"] = [job for job in snapshot.get("jobs", []) if job.get("tenant") == slug]
+        shown["tenants"] = [row for row in snapshot.get("tenants", []) if row.get("slug") == slug]
+        return shown
+    shown["jobs"], shown["tenants"] = [], []
+    shown["summary"].update(jobs_visible=False, running_jobs=None, users=None, tenants=None,
+                            gpus_in_jobs=None)
+    if "label" in shown["summary"]:
+        shown["summary"]["text"] = _sentence(shown["summary"])
+    return shown

@@ -1,0 +1,36 @@
+"""Seams the faults app offers to the apps above it, without importing them.
+
+- Impact: `console` registers `impact_snapshot(target) -> dict` in its AppConfig.ready(); a
+  ticket opened by a signal keeps what the fault hit at that moment (running jobs, tenants,
+  nodes and rails). Without a provider (a project without the console app) tickets open
+  without it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from django.db import transaction
+
+logger = logging.getLogger(__name__)
+
+ImpactProvider = Callable[[str], dict]
+_impact_providers: list[ImpactProvider] = []
+
+
+def register_impact_provider(provider: ImpactProvider) -> None:
+    if provider not in _impact_providers:
+        _impact_providers.append(provider)
+
+
+def impact_snapshot(target: str) -> dict:
+    """What `target` (`<kind>:<name>`, console/README.md) hits now, or {} when nobody can say.
+    Runs in a savepoint: a failing provider never breaks the intake that asked."""
+    for provider in list(_impact_providers):
+        try:
+            with transaction.atomic():
+                return provider(target)
+        except Exception:
+            logger.exception("impact provider %r failed on %s", provider, target)
+    return {}
