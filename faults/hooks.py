@@ -16,12 +16,23 @@ from django.db import transaction
 logger = logging.getLogger(__name__)
 
 ImpactProvider = Callable[[str], dict]
+ImpactFilter = Callable[..., dict]  # (snapshot, *, user) -> what that user may read of it
 _impact_providers: list[ImpactProvider] = []
+_impact_filters: list[ImpactFilter] = []
 
 
-def register_impact_provider(provider: ImpactProvider) -> None:
+def register_impact_provider(provider: ImpactProvider, *, visible: ImpactFilter) -> None:
+    """`provider(target)` takes the snapshot; `visible(snapshot, user=...)` cuts it to what a
+    reader may see (a viewer: no jobs or tenants)."""
     if provider not in _impact_providers:
         _impact_providers.append(provider)
+        _impact_filters.append(visible)
+
+
+def visible_impact(snapshot: dict, *, user) -> dict:
+    if not snapshot or not _impact_filters:
+        return {}
+    return _impact_filters[0](snapshot, user=user)
 
 
 def impact_snapshot(target: str) -> dict:

@@ -24,6 +24,7 @@ from portal.models import Action, Role
 RESPONDERS = frozenset({Role.ADMIN, Role.OPERATOR, Role.ONCALL})
 SWITCH_ACTORS = frozenset({Role.ADMIN, Role.OPERATOR})
 DRAINED_STATES = frozenset({"drained", "draining"})
+RECOVERY_STEP_NAMES = ("drain", "resume", "shut_port", "start_port")
 
 
 @dataclass(frozen=True)

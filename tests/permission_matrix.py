@@ -262,6 +262,10 @@ MATRIX: dict[str, Route] = {
     "faults:reopen": Route(
         (post(lambda w: f"/faults/{w.ticket.pk}/reopen/", statuses(302, 302, 302, 403, 403, 302)),)
     ),
+    "faults:recovery": Route(
+        (post(lambda w: f"/faults/{w.ticket.pk}/recovery/", statuses(302, 302, 302, 403, 403, 302),
+              note="an empty step comes back as a message"),)
+    ),
     "api:faults:api-root": Route((get("/api/faults/", API_READ_CLUSTER),)),
     "api:faults:ticket-list": Route(
         (
@@ -297,6 +301,9 @@ MATRIX: dict[str, Route] = {
                 note="an open ticket cannot be reopened",
             ),
         )
+    ),
+    "api:faults:ticket-recovery": Route(
+        (post(lambda w: f"/api/faults/tickets/{w.ticket.pk}/recovery/", API_WRITE_RESPONDERS),)
     ),
     "api:faults:intakerecord-list": Route((get("/api/faults/intake/", API_READ_CLUSTER),)),
     "api:faults:intakerecord-detail": Route(

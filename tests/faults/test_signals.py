@@ -201,3 +201,30 @@ def test_a_user_reported_gpu_ecc_ticket_proposes_the_drain_offered_in_one_click(
     assert action in ticket.actions.all()
     ticket.refresh_from_db()
     assert ticket.acknowledged_at is not None and ticket.responder == oncall
+
+
+def test_the_ticket_api_and_page_offer_recovery_in_one_click_and_keep_tenant_data_from_viewers(
+    small_fleet, job_on_gpu002, api_as, make_user, client
+):
+    slurm = SlurmSays()
+    slurm.set("gpu002", "down", reason="Not responding")
+    sync_node_states(driver=slurm)
+    ticket = FaultTicket.objects.get(node__hostname="gpu002")
+    url = f"/api/faults/tickets/{ticket.pk}/"
+    oncall = api_as(Role.ONCALL)
+    body = oncall.get(url).json()
+    assert body["impact"]["jobs"][0]["job_id"] == "1098"
+    assert body["recovery_steps"] == [{"step": "resume", "label": "Resume gpu002"}]
+    viewer = api_as(Role.VIEWER).get(url).json()
+    assert viewer["impact"]["jobs"] == [] and viewer["impact"]["tenants"] == []
+    assert viewer["recovery_steps"] == []
+    assert "alice" not in str(viewer["impact"])
+    response = oncall.post(f"{url}recovery/", {"step": "resume"}, format="json")
+    assert response.status_code == 202
+    action = Action.objects.get(pk=response.json()["id"])
+    assert action.kind == "slurm.resume" and action.reason.startswith(ticket.reference)
+    assert oncall.post(f"{url}recovery/", {"step": "shut_port"}, format="json").status_code == 400
+
+    client.force_login(make_user(Role.ONCALL))
+    page = client.get(f"/faults/{ticket.pk}/").content.decode()
+    assert 'id="ticket-impact"' in page and "1098" in page and 'data-step="resume"' in page
