@@ -134,3 +134,22 @@ def test_the_query_count_does_not_grow_with_the_switch(jobs, make_user,
 def test_the_jobs_list_filters_by_node(jobs, operator_api):
     body = operator_api.get("/api/jobs/jobs/", {"node": "gpu001"}).json()
     assert sorted(job["job_id"] for job in body["results"]) == ["1098", "1100"]
+
+
+def test_the_pages_show_who_a_node_a_switch_or_a_port_shutdown_hits(jobs, make_user, client):
+    client.force_login(make_user(Role.OPERATOR))
+    leaf = Switch.objects.get(hostname="leaf-p1-r3")
+    port = leaf.ports.filter(cables_as_a__b_nic__node__hostname="gpu002").first() or \
+        leaf.ports.get(cables_as_b__a_nic__node__hostname="gpu002")
+    pages = {
+        "node": "/inventory/nodes/gpu001/",
+        "inventory switch": "/inventory/switches/leaf-p1-r3/",
+        "fabric switch": "/fabric/switches/leaf-p1-r3/",
+        "port shutdown": f"/fabric/switches/{leaf.pk}/ports/admin/?ports={port.name}",
+        "leaf maintenance": f"/fabric/switches/{leaf.pk}/maintenance/",
+    }
+    for page, url in pages.items():
+        body = client.get(url).content.decode()
+        assert "impact-card" in body, page
+        assert 'href="/jobs/1098/"' in body, page
+        assert "alice" in body, page
