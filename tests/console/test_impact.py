@@ -131,9 +131,17 @@ def test_the_query_count_does_not_grow_with_the_switch(jobs, make_user,
         impact_of(user=oncall, target="switch:spine-1")
 
 
-def test_the_jobs_list_filters_by_node(jobs, operator_api):
+def test_the_jobs_list_and_page_filter_by_node_or_hostlist(jobs, operator_api, client,
+                                                            make_user):
     body = operator_api.get("/api/jobs/jobs/", {"node": "gpu001"}).json()
     assert sorted(job["job_id"] for job in body["results"]) == ["1098", "1100"]
+    body = operator_api.get("/api/jobs/jobs/", {"node": "gpu[002-051]"}).json()
+    assert sorted(job["job_id"] for job in body["results"]) == ["1098", "1099"]
+    response = operator_api.get("/api/jobs/jobs/", {"node": "gpu[001-"})
+    assert response.status_code == 400 and "node" in response.json()
+    client.force_login(make_user(Role.OPERATOR))
+    page = client.get("/jobs/", {"node": "gpu051"}).content.decode()
+    assert 'href="/jobs/1099/"' in page and 'href="/jobs/1098/"' not in page
 
 
 def test_the_pages_show_who_a_node_a_switch_or_a_port_shutdown_hits(jobs, make_user, client):
