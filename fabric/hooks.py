@@ -91,25 +91,30 @@ class SwitchReachability:
     consecutive_failures: int = 0
 
 
-SignalListener = Callable[[object], None]
+SignalListener = Callable[[list], None]
 
 _signal_listeners: list[SignalListener] = []
 
 
 def register_fabric_signal_listener(listener: SignalListener) -> SignalListener:
-    """Call `listener(signal)` for every LinkChange and SwitchReachability."""
+    """Call `listener(signals)` with the LinkChanges and SwitchReachability changes one poll
+    (or one switch Action) saw, together: a leaf's maintenance shuts dozens of ports at once,
+    and a listener may want to treat them as one event."""
     if listener not in _signal_listeners:
         _signal_listeners.append(listener)
     return listener
 
 
 def notify_fabric_signals(signals) -> None:
-    """Each signal to each listener in its own savepoint: one failing is logged, never breaks
-    the poll or the Action that saw it."""
-    for signal in signals:
-        for listener in list(_signal_listeners):
-            try:
-                with transaction.atomic():
-                    listener(signal)
-            except Exception:
-                logger.exception("fabric signal listener %r failed on %s", listener, signal)
+    """To each listener in its own savepoint: one failing is logged, never breaks the poll or
+    the Action that saw the signals."""
+    signals = list(signals)
+    if not signals:
+        return
+    for listener in list(_signal_listeners):
+        try:
+            with transaction.atomic():
+                listener(signals)
+        except Exception:
+            logger.exception("fabric signal listener %r failed on %d signals", listener,
+                             len(signals))

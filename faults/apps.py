@@ -17,7 +17,7 @@ class FaultsConfig(AppConfig):
         # Swapped or missing links and rail imbalance found by the fabric app (fabric.hooks).
         register_fabric_finding_listener(services.on_fabric_finding)
         # Signals (issue 15): links, switches, health-check drains, recoveries, NODE_FAIL.
-        register_fabric_signal_listener(signals.on_fabric_signal)
+        register_fabric_signal_listener(signals.on_fabric_signals)
         hooks.register_slurm_signal_listener(signals.on_slurm_signal)
         # The board's live group: cluster-wide roles only, never tenant admins (as the API).
         register_group_access("faults", lambda user, group: can_read_faults(user))

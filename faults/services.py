@@ -356,7 +356,7 @@ def _open_ticket(incident: Incident, *, actor, intake) -> FaultTicket:
 def _capture_impact(ticket: FaultTicket, incident: Incident) -> None:
     """Keep what the fault hit when it opened (running jobs, tenants, nodes, rails): by the time
     somebody reads the ticket the jobs may have ended or moved."""
-    target = ticket.impact_target
+    target = incident.details.get("impact_target") or ticket.impact_target
     if not target and incident.details.get("nodes"):
         target = f"hostlist:{incident.details['nodes']}"
     impact = impact_snapshot(target) if target else {}
@@ -382,7 +382,8 @@ def _recent_ticket_with_fingerprint(fingerprint: str) -> FaultTicket | None:
 
 
 def _details(incident: Incident) -> str:
-    shown = [f"{key}={value}" for key, value in incident.details.items() if key != "message"]
+    shown = [f"{key}={value}" for key, value in incident.details.items()
+             if key not in ("message", "impact_target")]
     text = f" ({', '.join(shown)})" if shown else ""
     if incident.details.get("message"):
         text += f" — {incident.details['message']}"

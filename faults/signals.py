@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import defaultdict
 from datetime import timedelta
 
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -33,7 +35,8 @@ from portal.models import Action
 logger = logging.getLogger(__name__)
 
 DRAINED_STATES = frozenset({"drained", "draining"})
-PORT_ACTION_KINDS = ("fabric.port_admin", "fabric.leaf_maintenance")
+LEAF_MAINTENANCE_KIND = "fabric.leaf_maintenance"
+PORT_ACTION_KINDS = ("fabric.port_admin", LEAF_MAINTENANCE_KIND)
 # How far back a port-down seen by the poll looks for the portal Action that shut the port.
 CAUSING_ACTION_WINDOW = timedelta(hours=1)
 
@@ -66,13 +69,36 @@ def _incident(source: str, rule: Rule, components: Components, summary: str, det
 # -- the fabric ----------------------------------------------------------------------------------
 
 
-def on_fabric_signal(signal) -> None:
+def on_fabric_signals(signals: list) -> None:
+    """The changes one poll or one switch Action saw. Ports a leaf maintenance shut become one
+    ticket on the switch; every other change is its own, each in a savepoint so one failing is
+    logged and the others still land."""
     from fabric.hooks import LinkChange, SwitchReachability
 
-    if isinstance(signal, LinkChange):
-        (_link_up if signal.up else _link_down)(signal)
-    elif isinstance(signal, SwitchReachability):
-        (_switch_answering if signal.reachable else _switch_unreachable)(signal)
+    maintenance: dict[tuple[str, int], list] = defaultdict(list)
+    for signal in signals:
+        if isinstance(signal, LinkChange) and not signal.up and signal.action_id:
+            action = Action.objects.filter(pk=signal.action_id).only("kind").first()
+            if action is not None and action.kind == LEAF_MAINTENANCE_KIND:
+                maintenance[(signal.switch, signal.action_id)].append(signal.port)
+                continue
+        if isinstance(signal, LinkChange):
+            handler = _link_up if signal.up else _link_down
+        elif isinstance(signal, SwitchReachability):
+            handler = _switch_answering if signal.reachable else _switch_unreachable
+        else:
+            continue
+        _safely(handler, signal)
+    for (switch, action_id), ports in maintenance.items():
+        _safely(_maintenance_shut, switch, action_id, ports)
+
+
+def _safely(handler, *arguments) -> None:
+    try:
+        with transaction.atomic():
+            handler(*arguments)
+    except Exception:
+        logger.exception("fault intake of %s%r failed", handler.__name__, arguments)
 
 
 def _port(switch_name: str, port_name: str) -> SwitchPort | None:
@@ -155,10 +181,62 @@ def _link_down(signal) -> None:
                                      f"\"{action.reason}\").")
 
 
+def _maintenance_shut(switch_name: str, action_id: int, ports: list[str]) -> None:
+    """A leaf's maintenance shut its host ports: one ticket on the switch, its impact taken on
+    all those ports (its target names them, so their coming back up finds it)."""
+    switch = Switch.objects.filter(hostname=switch_name).first()
+    action = Action.objects.filter(pk=action_id).first()
+    if switch is None or action is None:
+        return
+    rule = rule_for("port_shut")
+    port_rows = list(SwitchPort.objects.filter(switch=switch, name__in=ports))
+    nodes = sorted({nic.node.hostname for port in port_rows for nic in _nics_behind(port)})
+    hostlist = compress_hostlist(nodes) if nodes else "no node"
+    summary = (f"{switch.hostname}: {len(ports)} host ports shut for maintenance "
+               f"(Action #{action.pk}); {hostlist} cut off")
+    subtype = switch.role if switch.role in (Switch.Role.LEAF, Switch.Role.SPINE) else ""
+    category = (Category.STORAGE_SWITCH if switch.role == Switch.Role.STORAGE
+                else Category.INTERCONNECT_SWITCH)
+    details = {"ports": ",".join(sorted(ports)), "action": action.pk}
+    incident = _incident(Source.SWITCH, rule, Components(switch=switch), summary, details,
+                         category=category, subtype=subtype)
+    incident.details["impact_target"] = f"port:{switch.hostname}:{details['ports']}"
+    ticket = _apply(incident, {"signal": "maintenance_shut", "switch": switch.hostname,
+                               **details})
+    who = action.requested_by.get_username() if action.requested_by_id else "the portal"
+    _link_action(ticket, action, f"Caused by Action #{action.pk} ({action.kind}, by {who}: "
+                                 f"\"{action.reason}\").")
+
+
+def _maintenance_tickets_for(port: SwitchPort) -> list[tuple[FaultTicket, list[str]]]:
+    """Open maintenance tickets on the port's switch whose ports include it, with the ports."""
+    found = []
+    prefix = f"port:{port.switch.hostname}:"
+    for ticket in _open(FaultTicket.objects.filter(switch=port.switch, port__isnull=True)):
+        target = (ticket.impact or {}).get("target", "")
+        if target.startswith(prefix):
+            names = target[len(prefix):].split(",")
+            if port.name in names:
+                found.append((ticket, names))
+    return found
+
+
 def _link_up(signal) -> None:
     port = _port(signal.switch, signal.port)
     if port is None:
         return
+    for ticket, names in _maintenance_tickets_for(port):
+        if ticket.signal_cleared_at is not None:
+            continue  # already recorded when the first of these signals found all ports up
+        rows = list(SwitchPort.objects.filter(switch=port.switch, name__in=names))
+        if all(row.admin_status == "up" and row.oper_status == "up" for row in rows):
+            nodes = [nic.node for row in rows for nic in _nics_behind(row)]
+            record_signal_cleared(
+                ticket, text=f"all {len(rows)} ports of {port.switch.hostname} are up again.",
+                rule=rule_for("port_shut"), nodes=nodes,
+                action=Action.objects.filter(pk=signal.action_id).first()
+                if signal.action_id else None,
+            )
     nics = _nics_behind(port)
     tickets = _open(FaultTicket.objects.filter(port=port))
     action = Action.objects.filter(pk=signal.action_id).first() if signal.action_id else None

@@ -228,3 +228,34 @@ def test_the_ticket_api_and_page_offer_recovery_in_one_click_and_keep_tenant_dat
     client.force_login(make_user(Role.ONCALL))
     page = client.get(f"/faults/{ticket.pk}/").content.decode()
     assert 'id="ticket-impact"' in page and "1098" in page and 'data-step="resume"' in page
+
+
+def test_a_leaf_maintenance_is_one_ticket_and_its_ports_back_up_propose_the_resume(
+    small_fleet, emulated, job_on_gpu002, make_user
+):
+    from fabric.services import host_facing_ports, request_leaf_maintenance
+    from portal.models import ActionStatus
+
+    poll_every_minute(emulated, 1, [LEAF])
+    operator = make_user(Role.OPERATOR)
+    switch = Switch.objects.get(hostname=LEAF)
+    maintenance, _ = request_leaf_maintenance(switch=switch, reason="replace PSU",
+                                              requested_by=operator)
+    drain = Action.objects.get(pk=maintenance.parameters["drain_action_id"])
+    Action.objects.filter(pk=drain.pk).update(status=ActionStatus.SUCCEEDED)  # Slurm drained
+    Node.objects.filter(hostname__in=maintenance.parameters["nodes"]).update(slurm_state="drained")
+    run_action(action_id=maintenance.pk)
+
+    (ticket,) = FaultTicket.objects.all()
+    ports = host_facing_ports(switch)
+    assert ticket.port is None and ticket.switch == switch and len(ports) == 4
+    assert ticket.impact["target"] == f"port:{LEAF}:{','.join(sorted(ports))}"
+    assert ticket.impact["summary"]["nodes_degraded"] == "gpu[001-004]"
+    assert maintenance in ticket.actions.all()
+
+    start, _ = request_port_admin(switch=switch, ports=ports, up=True, reason="PSU replaced",
+                                  requested_by=operator)
+    run_action(action_id=start.pk)
+    assert ticket.timeline.filter(kind=TimelineKind.CLEARED).count() == 1
+    proposal = ticket.timeline.get(kind=TimelineKind.PROPOSAL, text__contains="recovery")
+    assert "(gpu[001-004])" in proposal.text
