@@ -724,7 +724,7 @@ def reopen_ticket(*, ticket: FaultTicket, actor, note: str = "") -> FaultTicket:
             node=ticket.node, gpu=ticket.gpu, gpu_serial=ticket.gpu_serial, nic=ticket.nic,
             switch=ticket.switch, port=ticket.port, cable=ticket.cable,
             gpu_suspect=ticket.gpu_suspect, detected_at=timezone.now(), reopened_from=ticket,
-            last_event_at=timezone.now(),
+            last_event_at=timezone.now(), job_id=ticket.job_id,
         )
         _timeline(reopened, TimelineKind.EVENT,
                   f"Reopened from {ticket.reference} by {actor.get_username()}"
