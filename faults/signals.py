@@ -308,13 +308,26 @@ def _node_recovered(signal) -> None:
     node = signal.node
     rule = rule_for("node_down" if signal.previous_state not in DRAINED_STATES
                     else "health_check_drain")
+    answer = _recent_resume_of(node)
     for ticket in _open(FaultTicket.objects.filter(node=node)):
         record_signal_cleared(
             ticket,
             text=f"{node.hostname} is {signal.state} in Slurm (was {signal.previous_state}).",
             rule=rule,
             nodes=[node],
+            action=answer,
         )
+
+
+def _recent_resume_of(node: Node) -> Action | None:
+    """The portal's resume that brought `node` back, if one did lately."""
+    since = timezone.now() - CAUSING_ACTION_WINDOW
+    for action in Action.objects.filter(kind="slurm.resume", created_at__gte=since).order_by(
+        "-created_at"
+    )[:50]:
+        if node.hostname in (action.parameters or {}).get("nodes", []):
+            return action
+    return None
 
 
 SIGNALLED_NODE_STATES = frozenset({"down", "not_responding", "fail", "failing"}) | DRAINED_STATES

@@ -134,16 +134,21 @@ def _signalled(state: str, reason: str) -> bool:
 
 
 def _notify_signals(change: NodeStateChange, node: Node) -> None:
-    """A health-check drain starting, or a node leaving a signalled state (issue 15)."""
+    """A health-check drain starting, or a node leaving a signalled state or a drain
+    (issue 15)."""
     was = _signalled(change.previous_state, change.previous_reason)
     now = _signalled(change.state, change.reason)
     health_drain = change.state in DRAINED_STATES and hooks.is_health_check_reason(change.reason)
     was_health_drain = change.previous_state in DRAINED_STATES and hooks.is_health_check_reason(
         change.previous_reason
     )
+    # Back in service after any drain (a resume), as well as out of a signalled state.
+    back = change.previous_state in DRAINED_STATES and change.state not in (
+        DRAINED_STATES | UNHEALTHY_STATES
+    )
     if health_drain and not was_health_drain:
         hooks.notify_slurm_signal(hooks.HealthCheckDrain(node=node, reason=change.reason))
-    elif was and not now:
+    elif (was and not now) or back:
         hooks.notify_slurm_signal(hooks.NodeRecovered(
             node=node, previous_state=change.previous_state, state=change.state,
             previous_reason=change.previous_reason,

@@ -114,7 +114,7 @@ def test_a_port_shut_by_an_action_opens_a_ticket_linked_to_it_and_the_startup_an
 
 
 def test_a_node_down_keeps_its_impact_and_healthy_again_proposes_the_resume(
-    small_fleet, job_on_gpu002
+    small_fleet, job_on_gpu002, make_user
 ):
     slurm = SlurmSays()
     slurm.set("gpu001", "down", reason="Not responding")
@@ -127,6 +127,10 @@ def test_a_node_down_keeps_its_impact_and_healthy_again_proposes_the_resume(
     assert ticket.timeline.filter(kind=TimelineKind.CLEARED, text__contains="drained").exists()
     assert ticket.timeline.filter(kind=TimelineKind.PROPOSAL,
                                   text__contains="Resume the node in Slurm (gpu001)").exists()
+    resume = request_recovery(ticket=ticket, step="resume", actor=make_user(Role.ONCALL))
+    slurm.set("gpu001", "idle")  # the resume went through
+    sync_node_states(driver=slurm)
+    assert ticket.timeline.filter(kind=TimelineKind.CLEARED, action=resume).exists()
 
 
 def test_the_policy_may_resume_by_itself_when_the_signal_clears(small_fleet, settings):
