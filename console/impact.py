@@ -50,6 +50,7 @@ class NodeEffect:
     gpus: set[int] = field(default_factory=set)
     rails: set[int] = field(default_factory=set)
     links: list[str] = field(default_factory=list)  # NICs whose link goes: "mlx5_4 (rail 3)"
+    link_roles: set[str] = field(default_factory=set)  # storage, management, ... (not rails)
 
     def as_dict(self) -> dict:
         node = self.node
@@ -86,6 +87,7 @@ class Reach:
             effect.links.append(f"{nic.device} (rail {nic.rail})")
         else:
             effect.links.append(f"{nic.device} ({nic.role})")
+            effect.link_roles.add(nic.role)
 
 
 def _cables_with_ends(cables):
@@ -423,6 +425,7 @@ def _summary(reach, target, nodes, jobs, tenants, bisection, jobs_visible) -> di
         else "",
         "nodes_degraded_count": len(degraded),
         "rails": rails,
+        "other_links": sorted({role for effect in degraded for role in effect.link_roles}),
         "bisection": [{key: row[key] for key in ("pod", "lost_gbps", "total_gbps",
                                                   "lost_fraction")} for row in bisection],
     }
@@ -450,7 +453,9 @@ def _sentence(summary: dict) -> str:
         parts.append(f"{_plural(summary['nodes_out_count'], 'node')} out "
                      f"({summary['nodes_out']})")
     if summary["nodes_degraded_count"]:
-        lost = f"rail {', '.join(map(str, summary['rails']))}" if summary["rails"] else "a link"
+        lost = [f"rail {', '.join(map(str, summary['rails']))}"] if summary["rails"] else []
+        lost += [f"a {role} link" for role in summary.get("other_links", [])]
+        lost = " and ".join(lost) or "a link"
         parts.append(f"{_plural(summary['nodes_degraded_count'], 'node')} lose {lost} "
                      f"({summary['nodes_degraded']})")
     for row in summary["bisection"]:

@@ -68,6 +68,8 @@ class ImpactSummarySerializer(serializers.Serializer):
     nodes_degraded = serializers.CharField()
     nodes_degraded_count = serializers.IntegerField()
     rails = serializers.ListField(child=serializers.IntegerField())
+    other_links = serializers.ListField(child=serializers.CharField(),
+                                        help_text="NIC roles other than rail that lose a link")
     bisection = ImpactBisectionSerializer(many=True)
     text = serializers.CharField()
 

@@ -92,6 +92,9 @@ def test_node_gpu_nic_and_hostlist_targets(jobs, make_user):
     nic = Node.objects.get(hostname="gpu004").nics.get(role="rail", rail=5)
     by_nic = impact_of(user=oncall, target=f"nic:gpu004:{nic.device}")
     assert by_nic.nodes[0]["rails"] == [5]
+    storage = impact_of(user=oncall, target="switch:storage-1")
+    assert storage.summary["other_links"] == ["storage"] and storage.summary["rails"] == []
+    assert "8 nodes lose a storage link" in storage.summary["text"]
     hostlist = impact_of(user=oncall, target="hostlist:gpu[003-004]")
     assert hostlist.summary["nodes_out"] == "gpu[003-004]"
     assert [job["job_id"] for job in hostlist.jobs] == ["1099"]
