@@ -263,3 +263,39 @@ def test_a_leaf_maintenance_is_one_ticket_and_its_ports_back_up_propose_the_resu
     assert ticket.timeline.filter(kind=TimelineKind.CLEARED).count() == 1
     proposal = ticket.timeline.get(kind=TimelineKind.PROPOSAL, text__contains="recovery")
     assert "(gpu[001-004])" in proposal.text
+
+
+def test_the_story_port_shut_health_check_drain_port_up_resume_with_the_simulated_slurm(
+    small_fleet, emulated, job_on_gpu002, make_user
+):
+    """Issue 15's story at service level, with the simulated Slurm's node health check: shut
+    gpu002's leaf port, the NHC drains gpu002 (one ticket, with 1098 in its impact), start the
+    port, the ticket proposes the resume, resume from the ticket, the node is back."""
+    from jobs.drivers.simulator import SimulatorDriver
+    from tests.jobs.conftest import FakeClock
+
+    slurm = SimulatorDriver(cluster="story", clock=FakeClock(), node_names=["gpu001", "gpu002"],
+                            history_hours=0, mean_failure_seconds=0, mean_arrival_seconds=10**9)
+    sync_node_states(driver=slurm)
+    poll_every_minute(emulated, 1, [LEAF])
+    operator = make_user(Role.OPERATOR)
+    switch, port = Switch.objects.get(hostname=LEAF), port_of("gpu002")
+    shut, _ = request_port_admin(switch=switch, ports=[port], up=False, reason="optics",
+                                 requested_by=operator)
+    run_action(action_id=shut.pk)
+    sync_node_states(driver=slurm)  # the simulated NHC sees the rail down and drains gpu002
+    (ticket,) = FaultTicket.objects.all()
+    assert Node.objects.get(hostname="gpu002").slurm_state == "drained"
+    assert ticket.sources == [Source.SWITCH, Source.SLURM]
+    assert ticket.impact["jobs"][0]["job_id"] == "1098"
+
+    start, _ = request_port_admin(switch=switch, ports=[port], up=True, reason="optics swapped",
+                                  requested_by=operator)
+    run_action(action_id=start.pk)
+    assert ticket.timeline.filter(kind=TimelineKind.PROPOSAL, text__contains="gpu002").exists()
+    resume = request_recovery(ticket=ticket, step="resume", actor=operator)
+    slurm.resume(["gpu002"])  # what the worker's slurm.resume handler does
+    sync_node_states(driver=slurm)
+    assert Node.objects.get(hostname="gpu002").slurm_state == "idle"
+    assert ticket.timeline.filter(kind=TimelineKind.CLEARED, action=resume).exists()
+    assert set(ticket.actions.all()) == {shut, start, resume}
