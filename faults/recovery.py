@@ -34,6 +34,14 @@ class RecoveryStep:
     roles: frozenset
 
 
+def _impact_nodes(ticket: FaultTicket) -> list[Node]:
+    """A ticket on a switch (a leaf's maintenance) has no node of its own: the nodes its impact
+    named at detection are the ones to bring back."""
+    names = [row.get("hostname") for row in (ticket.impact or {}).get("nodes", [])]
+    return list(Node.objects.filter(hostname__in=[name for name in names if name])
+                .order_by("hostname"))
+
+
 def recovery_steps(ticket: FaultTicket, *, user=None) -> list[RecoveryStep]:
     """The one-click steps that fit the ticket's components and their current state (and, with
     `user`, that the user's role may take)."""
@@ -44,6 +52,11 @@ def recovery_steps(ticket: FaultTicket, *, user=None) -> list[RecoveryStep]:
             steps.append(RecoveryStep("resume", f"Resume {node.hostname}", RESPONDERS))
         else:
             steps.append(RecoveryStep("drain", f"Drain {node.hostname}", RESPONDERS))
+    elif ticket.switch_id and ticket.port_id is None:
+        drained = [n.hostname for n in _impact_nodes(ticket) if n.slurm_state in DRAINED_STATES]
+        if drained:
+            steps.append(RecoveryStep("resume", f"Resume {compress_hostlist(drained)}",
+                                      RESPONDERS))
     port = ticket.port
     if port is not None:
         where = f"{port.switch.hostname} {port.name}"
@@ -82,8 +95,10 @@ def request_recovery(*, ticket: FaultTicket, step: str, actor, via: str = "api")
             action, _ = request_drain(nodes=[ticket.node], reason=_reason(ticket),
                                       requested_by=actor, via=via)
         elif step == "resume":
-            return request_resume_for_ticket(ticket=ticket, nodes=[ticket.node], actor=actor,
-                                             via=via)
+            nodes = [ticket.node] if ticket.node is not None else [
+                node for node in _impact_nodes(ticket) if node.slurm_state in DRAINED_STATES
+            ]
+            return request_resume_for_ticket(ticket=ticket, nodes=nodes, actor=actor, via=via)
         else:
             from fabric.services import request_port_admin
 

@@ -263,6 +263,10 @@ def test_a_leaf_maintenance_is_one_ticket_and_its_ports_back_up_propose_the_resu
     assert ticket.timeline.filter(kind=TimelineKind.CLEARED).count() == 1
     proposal = ticket.timeline.get(kind=TimelineKind.PROPOSAL, text__contains="recovery")
     assert "(gpu[001-004])" in proposal.text
+    assert [(s.step, s.label) for s in recovery_steps(ticket)] == [("resume",
+                                                                     "Resume gpu[001-004]")]
+    resume = request_recovery(ticket=ticket, step="resume", actor=operator)
+    assert resume.parameters["nodes"] == ["gpu001", "gpu002", "gpu003", "gpu004"]
 
 
 def test_the_story_port_shut_health_check_drain_port_up_resume_with_the_simulated_slurm(
