@@ -158,6 +158,7 @@ def test_the_pages_show_who_a_node_a_switch_or_a_port_shutdown_hits(jobs, make_u
         "fabric switch": "/fabric/switches/leaf-p1-r3/",
         "port shutdown": f"/fabric/switches/{leaf.pk}/ports/admin/?ports={port.name}",
         "leaf maintenance": f"/fabric/switches/{leaf.pk}/maintenance/",
+        "bulk drain": "/jobs/nodes/bulk-drain/?hostlist=gpu[001-002]",
     }
     for page, url in pages.items():
         body = client.get(url).content.decode()
