@@ -21,6 +21,7 @@ from fabric.drivers.base import (
     SwitchUnreachable,
     get_fabric_driver,
 )
+from fabric.hooks import LinkChange, notify_fabric_signals
 from fabric.impact import blast_radius
 from fabric.models import SwitchPollState
 from fabric.services import (
@@ -67,12 +68,14 @@ def _driver(switch: Switch) -> FabricDriver:
         return get_fabric_driver(switch_target(switch))
 
 
-def _set_ports_and_read_back(switch: Switch, ports: list[str], up: bool) -> dict:
+def _set_ports_and_read_back(
+    switch: Switch, ports: list[str], up: bool, action: Action | None = None
+) -> dict:
     driver = _driver(switch)
     with _talking_to(switch.hostname):
         driver.set_port_admin(ports, up)
         states = {port.name: port for port in driver.ports() if port.name in set(ports)}
-    _remember_port_states(switch, states.values())
+    _remember_port_states(switch, states.values(), action=action)
     return {
         port: {"admin": "up" if state.admin_up else "down",
                "oper": "up" if state.oper_up else "down"}
@@ -80,15 +83,32 @@ def _set_ports_and_read_back(switch: Switch, ports: list[str], up: bool) -> dict
     }
 
 
-def _remember_port_states(switch: Switch, states) -> None:
-    """Keep the inventory's last-seen port state current without waiting for the next poll."""
+def _remember_port_states(switch: Switch, states, *, action: Action | None = None) -> None:
+    """Keep the inventory's last-seen port state current without waiting for the next poll,
+    and tell the listeners (faults) which links this Action took down or brought back: the next
+    poll finds the state already stored and would not."""
     now = timezone.now()
+    states = list(states)
+    before = {
+        name: (admin, oper)
+        for name, admin, oper in SwitchPort.objects.filter(
+            switch=switch, name__in=[state.name for state in states]
+        ).values_list("name", "admin_status", "oper_status")
+    }
+    signals = []
+    for state in states:
+        admin, oper = before.get(state.name, ("", ""))
+        was_up = (admin, oper) == ("up", "up")
+        if oper and was_up != (state.admin_up and state.oper_up):
+            signals.append(LinkChange(switch.hostname, state.name, state.admin_up, state.oper_up,
+                                      action_id=action.pk if action else None))
     for state in states:
         SwitchPort.objects.filter(switch=switch, name=state.name).update(
             admin_status="up" if state.admin_up else "down",
             oper_status="up" if state.oper_up else "down",
             last_seen_at=now,
         )
+    notify_fabric_signals(signals)
 
 
 @register_action_handler(PORT_ADMIN_ACTION,
@@ -99,7 +119,7 @@ def set_port_admin(action: Action) -> dict:
     ports = list(parameters["ports"])
     up = bool(parameters["up"])
     return {"switch": switch.hostname, "up": up,
-            "ports": _set_ports_and_read_back(switch, ports, up)}
+            "ports": _set_ports_and_read_back(switch, ports, up, action)}
 
 
 @register_action_handler(LEAF_MAINTENANCE_ACTION,
@@ -130,7 +150,7 @@ def leaf_maintenance(action: Action) -> dict:
     return {
         "report_only": False,
         "drain_action_id": drain.pk,
-        "ports": _set_ports_and_read_back(switch, ports, up=False),
+        "ports": _set_ports_and_read_back(switch, ports, up=False, action=action),
         **{key: radius[key] for key in ("nodes", "rails", "nodes_hostlist")},
     }
 

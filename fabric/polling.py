@@ -30,7 +30,13 @@ from fabric.drivers.base import (
     get_fabric_driver,
 )
 from fabric.drivers.sonic_flex_counters import COLLECTED as ECN_COLLECTED
-from fabric.hooks import FabricFinding, notify_fabric_finding
+from fabric.hooks import (
+    FabricFinding,
+    LinkChange,
+    SwitchReachability,
+    notify_fabric_finding,
+    notify_fabric_signals,
+)
 from fabric.models import PortCounterHistory, PortCounterLatest, SwitchPollState
 from fabric.targets import SwitchNotAddressable, switch_target
 from inventory.models import Switch, SwitchPort
@@ -39,6 +45,8 @@ from portal.realtime import publish
 logger = logging.getLogger(__name__)
 
 COUNTER_WRAP = 2**64  # SAI counters are unsigned 64-bit
+# One lost poll is noise (a busy switch CPU); this many in a row is a switch gone.
+DEFAULT_UNREACHABLE_AFTER_FAILURES = 2
 FABRIC_GROUP = "fabric"
 
 
@@ -292,6 +300,10 @@ def store_readings(
     new_latest: list[dict] = []
     history: list[dict] = []
     changed_ports: list[tuple[int, str, str]] = []
+    signals: list = []
+    unreachable_after = getattr(
+        settings, "FABRIC_UNREACHABLE_AFTER_FAILURES", DEFAULT_UNREACHABLE_AFTER_FAILURES
+    )
     summaries: dict[str, dict] = {}
     for reading in readings:
         switch = by_switch[reading.hostname]
@@ -301,6 +313,10 @@ def store_readings(
         if reading.error:
             state.last_error = reading.error[:2000]
             state.consecutive_failures += 1
+            if state.consecutive_failures == unreachable_after:
+                signals.append(SwitchReachability(
+                    switch.hostname, False, state.last_error, state.consecutive_failures
+                ))
             states[switch.pk] = state
             result.failed.append(reading.hostname)
             summaries[reading.hostname] = {"ok": False, "error": state.last_error[:200]}
@@ -339,9 +355,16 @@ def store_readings(
             oper = "up" if status.oper_up else "down"
             if (stored_admin, stored_oper) != (admin, oper):
                 changed_ports.append((port_id, admin, oper))
+                was_up = (stored_admin, stored_oper) == ("up", "up")
+                if stored_oper and was_up != (status.admin_up and status.oper_up):
+                    signals.append(
+                        LinkChange(switch.hostname, status.name, status.admin_up, status.oper_up)
+                    )
         if unmapped and unmapped != list(state.unmapped_ports or []):
             _report_unmapped(reading.hostname, unmapped)
         state.unmapped_ports = unmapped
+        if state.consecutive_failures >= unreachable_after:
+            signals.append(SwitchReachability(switch.hostname, True))
         state.last_seen_at = taken_at
         state.last_error = ""
         state.consecutive_failures = 0
@@ -370,6 +393,7 @@ def store_readings(
     upsert(PortCounterLatest, new_latest, unique_fields=["port"])
     upsert(PortCounterHistory, history, unique_fields=["port", "slot"])
     _record_port_status(changed_ports, polled_at)
+    notify_fabric_signals(signals)
     return summaries
 
 

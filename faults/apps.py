@@ -5,8 +5,8 @@ class FaultsConfig(AppConfig):
     name = "faults"
 
     def ready(self):
-        from fabric.hooks import register_fabric_finding_listener
-        from faults import services
+        from fabric.hooks import register_fabric_finding_listener, register_fabric_signal_listener
+        from faults import services, signals
         from faults.selectors import can_read_faults
         from inventory.ui_panels import register_node_panel
         from jobs import hooks
@@ -16,6 +16,9 @@ class FaultsConfig(AppConfig):
         hooks.register_resume_guard(services.open_ticket_resume_blockers)
         # Swapped or missing links and rail imbalance found by the fabric app (fabric.hooks).
         register_fabric_finding_listener(services.on_fabric_finding)
+        # Signals (issue 15): links, switches, health-check drains, recoveries, NODE_FAIL.
+        register_fabric_signal_listener(signals.on_fabric_signals)
+        hooks.register_slurm_signal_listener(signals.on_slurm_signal)
         # The board's live group: cluster-wide roles only, never tenant admins (as the API).
         register_group_access("faults", lambda user, group: can_read_faults(user))
         register_node_panel("faults/_node_faults_panel.html")

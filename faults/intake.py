@@ -53,6 +53,7 @@ class Components:
     nic: NIC | None = None
     switch: Switch | None = None
     port: SwitchPort | None = None
+    job: str = ""  # a Slurm job id, for a job's NODE_FAIL on no node known to be down
 
     def key(self) -> str:
         """The component part of a fingerprint: the most specific component named."""
@@ -67,6 +68,8 @@ class Components:
             return f"switch:{self.switch.hostname}"
         if self.node is not None:
             return f"node:{self.node.hostname}"
+        if self.job:
+            return f"job:{self.job}"
         return ""
 
 
@@ -400,7 +403,8 @@ def user_report_incident(
     detected_at: datetime | None,
 ) -> Incident:
     components = Components(node=node, gpu=gpu, switch=switch)
-    rule = rule_for("user_report")
+    names_a_gpu = gpu is not None or category == Category.GPU
+    rule = rule_for("user_report_gpu" if names_a_gpu and node is not None else "user_report")
     return Incident(
         source=Source.USER_REPORT,
         rule=rule,

@@ -111,6 +111,18 @@ class FaultTicket(models.Model):
     gpu_suspect = models.BooleanField(
         default=False, help_text="the policy or a responder marked the GPU suspect"
     )
+    job_id = models.CharField(
+        "Slurm job", max_length=32, blank=True, db_index=True,
+        help_text="the job whose end (NODE_FAIL) reported the fault",
+    )
+    impact = models.JSONField(
+        default=dict, blank=True,
+        help_text="what the fault hit when it opened (console.impact): jobs, tenants, nodes",
+    )
+    signal_cleared_at = models.DateTimeField(
+        null=True, blank=True,
+        help_text="when the signal that opened the ticket last cleared (port up, node healthy)",
+    )
 
     responder = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -167,6 +179,23 @@ class FaultTicket(models.Model):
     def is_open(self) -> bool:
         return self.status in OPEN_STATUSES
 
+    @property
+    def impact_target(self) -> str:
+        """The ticket's component as a console.impact target (`<kind>:<name>`), or ""."""
+        if self.gpu_id and self.node_id:
+            return f"gpu:{self.node.hostname}:{self.gpu.index}"
+        if self.nic_id:
+            return f"nic:{self.nic.node.hostname}:{self.nic.device}"
+        if self.port_id:
+            return f"port:{self.port.switch.hostname}:{self.port.name}"
+        if self.switch_id:
+            return f"switch:{self.switch.hostname}"
+        if self.node_id:
+            return f"node:{self.node.hostname}"
+        if self.cable_id:
+            return f"cable:{self.cable_id}"
+        return ""
+
     def component_label(self) -> str:
         if self.gpu_id:
             return f"{self.node.hostname if self.node_id else '?'} GPU{self.gpu.index}"
@@ -208,6 +237,7 @@ class TimelineKind(models.TextChoices):
     TRANSITION = "transition"
     AUTOMATIC = "automatic"  # a step the policy took (drain queued, GPU marked suspect)
     PROPOSAL = "proposal"  # a step the policy proposes to a person (reboot, reset, RMA)
+    CLEARED = "cleared"  # the signal cleared: port up, node healthy, switch answering
 
 
 class TimelineEntry(models.Model):

@@ -11,6 +11,14 @@ event opens or attaches to a ticket, or proposed on the ticket's timeline for a 
     vendor         open an RMA with the vendor
     restart_app    restart the application (contained errors)
     watch          keep watching the counters
+    resume         return the node to service in Slurm (proposed when the signal clears)
+
+Signals from the other apps (a link down, a health-check drain, a node DOWN, a job ending
+NODE_FAIL, a switch unreachable) have rules too. When such a signal clears (port up, node healthy,
+switch answering), the ticket records it and the rule's `on_clear` says what follows: "resume"
+proposes returning the nodes the signal drained to service; `auto_on_clear` lists the steps the
+portal performs itself instead (override with FAULTS_POLICY_OVERRIDES = {"link_down":
+{"auto_on_clear": ["resume"]}}).
 
 Settings: FAULTS_POLICY_OVERRIDES = {"xid:63": {"auto": ["drain"]}, ...} replaces fields of the
 built-in rules (keys as below); FAULTS_REPEAT_THRESHOLD (default 2) is how many earlier tickets
@@ -35,6 +43,7 @@ STEP_DESCRIPTIONS = {
     "vendor": "Open an RMA with the vendor",
     "restart_app": "Restart the application",
     "watch": "Watch the error counters",
+    "resume": "Resume the node in Slurm",
 }
 AUTOMATIC_STEPS = frozenset({"drain", "mark_suspect"})  # the steps the portal can do itself
 
@@ -50,6 +59,8 @@ class Rule:
     propose: tuple[str, ...] = ()
     propose_vendor_on_repeat: bool = False
     auto_resolve_when_alert_resolves: bool = False
+    on_clear: tuple[str, ...] = ()  # proposed when the signal clears
+    auto_on_clear: tuple[str, ...] = ()  # performed when the signal clears
     extra: dict = field(default_factory=dict)
 
 
@@ -89,7 +100,19 @@ BUILT_IN_RULES: dict[str, Rule] = {
              Severity.MAJOR, auto=("drain",), propose=("vendor",)),
         Rule("switch_reboot", "Switch rebooted", Category.INTERCONNECT_SWITCH, "",
              Severity.CRITICAL),
-        Rule("node_down", "Node DOWN in Slurm", Category.UNCLASSIFIED, "", Severity.CRITICAL),
+        Rule("node_down", "Node DOWN in Slurm", Category.UNCLASSIFIED, "", Severity.CRITICAL,
+             on_clear=("resume",)),
+        # Signals (issue 15): fabric polls and switch Actions, the node-state sync, accounting.
+        Rule("link_down", "Link down", Category.NIC_TRANSCEIVER, "transceiver", Severity.MAJOR,
+             propose=("drain",), on_clear=("resume",)),
+        Rule("port_shut", "Port shut down", Category.INTERCONNECT_SWITCH, "", Severity.MINOR,
+             on_clear=("resume",)),
+        Rule("health_check_drain", "Drained by the node health check", Category.UNCLASSIFIED,
+             "", Severity.MAJOR, on_clear=("resume",)),
+        Rule("node_fail", "Job ended NODE_FAIL", Category.UNCLASSIFIED, "", Severity.MAJOR,
+             propose=("drain",)),
+        Rule("switch_unreachable", "Switch unreachable", Category.INTERCONNECT_SWITCH, "",
+             Severity.CRITICAL),
         # Fabric findings (fabric.hooks): LLDP against the cabling, and Observation 7.
         Rule("lldp_swapped", "Cables swapped (LLDP disagrees with the cabling)",
              Category.MISCONFIGURATION, "network", Severity.MAJOR),
@@ -100,6 +123,9 @@ BUILT_IN_RULES: dict[str, Rule] = {
         Rule("rail_imbalance", "Rail imbalance in a running job (Observation 7)",
              Category.INTERCONNECT_SWITCH, "leaf", Severity.MAJOR),
         Rule("user_report", "Reported by a user", Category.UNCLASSIFIED, "", Severity.MAJOR),
+        # A user naming a GPU (ECC errors, a GPU gone): take the node out before more jobs land.
+        Rule("user_report_gpu", "GPU problem reported by a user", Category.UNCLASSIFIED, "",
+             Severity.MAJOR, propose=("drain",)),
         Rule("alert", "Alert", Category.UNCLASSIFIED, "", Severity.MAJOR),
     )
 }
@@ -117,7 +143,7 @@ def rule_for(kind: str) -> Rule:
     overrides = getattr(settings, "FAULTS_POLICY_OVERRIDES", {}).get(kind)
     if overrides:
         values = {
-            key: tuple(value) if key in ("auto", "propose") else value
+            key: tuple(value) if key in ("auto", "propose", "on_clear", "auto_on_clear") else value
             for key, value in overrides.items()
         }
         rule = replace(rule, **values)

@@ -18,6 +18,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from faults import intake as parsing
+from faults.hooks import impact_snapshot
 from faults.intake import Incident
 from faults.models import (
     SUBTYPES,
@@ -329,6 +330,7 @@ def _open_ticket(incident: Incident, *, actor, intake) -> FaultTicket:
         port=components.port,
         detected_at=incident.detected_at,
         reopened_from=_recent_ticket_with_fingerprint(incident.fingerprint),
+        job_id=components.job,
     )
     _timeline(
         ticket,
@@ -345,9 +347,25 @@ def _open_ticket(incident: Incident, *, actor, intake) -> FaultTicket:
             TimelineKind.AUTOMATIC,
             f"Recurrence of {ticket.reopened_from.reference}, resolved within the reopen window.",
         )
+    _capture_impact(ticket, incident)
     record_change(actor=actor, operation="create", instance=ticket, after=snapshot(ticket),
                   via="faults")
     return ticket
+
+
+def _capture_impact(ticket: FaultTicket, incident: Incident) -> None:
+    """Keep what the fault hit when it opened (running jobs, tenants, nodes, rails): by the time
+    somebody reads the ticket the jobs may have ended or moved."""
+    target = incident.details.get("impact_target") or ticket.impact_target
+    if not target and incident.details.get("nodes"):
+        target = f"hostlist:{incident.details['nodes']}"
+    impact = impact_snapshot(target) if target else {}
+    if not impact:
+        return
+    ticket.impact = impact
+    ticket.save(update_fields=["impact", "updated_at"])
+    _timeline(ticket, TimelineKind.AUTOMATIC,
+              f"Impact at detection: {impact.get('summary', {}).get('text', '')}")
 
 
 def _recent_ticket_with_fingerprint(fingerprint: str) -> FaultTicket | None:
@@ -364,7 +382,8 @@ def _recent_ticket_with_fingerprint(fingerprint: str) -> FaultTicket | None:
 
 
 def _details(incident: Incident) -> str:
-    shown = [f"{key}={value}" for key, value in incident.details.items() if key != "message"]
+    shown = [f"{key}={value}" for key, value in incident.details.items()
+             if key not in ("message", "impact_target")]
     text = f" ({', '.join(shown)})" if shown else ""
     if incident.details.get("message"):
         text += f" — {incident.details['message']}"
@@ -387,7 +406,13 @@ def _attach(ticket: FaultTicket, incident: Incident, *, intake) -> None:
         ticket.detected_at = incident.detected_at
         changed.append("detected_at")
     components = incident.components
-    for name in ("gpu", "nic", "switch", "port"):
+    if components.job and not ticket.job_id:
+        ticket.job_id = components.job
+        changed.append("job_id")
+    if ticket.signal_cleared_at is not None:
+        ticket.signal_cleared_at = None  # the signal is back
+        changed.append("signal_cleared_at")
+    for name in ("gpu", "nic", "switch", "port", "node"):
         if getattr(ticket, f"{name}_id") is None and getattr(components, name) is not None:
             setattr(ticket, name, getattr(components, name))
             changed.append(name)
@@ -699,7 +724,7 @@ def reopen_ticket(*, ticket: FaultTicket, actor, note: str = "") -> FaultTicket:
             node=ticket.node, gpu=ticket.gpu, gpu_serial=ticket.gpu_serial, nic=ticket.nic,
             switch=ticket.switch, port=ticket.port, cable=ticket.cable,
             gpu_suspect=ticket.gpu_suspect, detected_at=timezone.now(), reopened_from=ticket,
-            last_event_at=timezone.now(),
+            last_event_at=timezone.now(), job_id=ticket.job_id,
         )
         _timeline(reopened, TimelineKind.EVENT,
                   f"Reopened from {ticket.reference} by {actor.get_username()}"

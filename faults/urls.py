@@ -16,4 +16,5 @@ urlpatterns = [
     path("<int:pk>/transition/", views.TransitionView.as_view(), name="transition"),
     path("<int:pk>/notes/", views.NoteView.as_view(), name="note"),
     path("<int:pk>/reopen/", views.ReopenView.as_view(), name="reopen"),
+    path("<int:pk>/recovery/", views.RecoveryView.as_view(), name="recovery"),
 ]

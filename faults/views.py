@@ -10,11 +10,13 @@ from django.views.generic import ListView, TemplateView
 
 from faults import selectors, services, statistics
 from faults.forms import TransitionForm, UserReportForm
+from faults.hooks import visible_impact
 from faults.models import Category, RecoveryMethod, Source
+from faults.recovery import recovery_steps, request_recovery
 from faults.selectors import FAULT_ACTORS, FAULT_READERS
 from faults.workflow import allowed_targets
 from inventory.models import GPU, Pod
-from portal.errors import InvalidInput, ServiceError
+from portal.errors import Conflict, InvalidInput, ServiceError
 from portal.views import RoleRequiredMixin
 
 # Column headings of the statistics page's month table (the full labels are in the title).
@@ -111,6 +113,8 @@ class TicketDetailView(RoleRequiredMixin, TemplateView):
             intake_records=ticket.intake_records.order_by("received_at")[:50],
             can_act=selectors.can_act_on_faults(self.request.user),
             reopened_as=ticket.reopened_as.all(),
+            recovery_steps=recovery_steps(ticket, user=self.request.user),
+            impact_at_detection=visible_impact(ticket.impact, user=self.request.user),
         )
         return context
 
@@ -175,6 +179,21 @@ class NoteView(TicketActView):
 
     def perform(self, request, ticket):
         services.add_note(ticket=ticket, author=request.user, text=request.POST.get("text", ""))
+        return ticket
+
+
+class RecoveryView(TicketActView):
+    """One click on a recovery step of the ticket (drain, resume, shut or start the port)."""
+
+    operation = "recovery"
+
+    def perform(self, request, ticket):
+        step = request.POST.get("step", "")
+        offered = {option.step: option for option in recovery_steps(ticket)}
+        if step in offered and request.user.role not in offered[step].roles:
+            raise Conflict({"step": [f"Your role may not {offered[step].label.lower()}."]})
+        action = request_recovery(ticket=ticket, step=step, actor=request.user, via="ui")
+        messages.info(request, f"Action #{action.pk} queued: {action.kind} {action.target}.")
         return ticket
 
 

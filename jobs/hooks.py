@@ -5,16 +5,29 @@
 - Resume guards: before a resume is queued, `resume_blockers` asks every registered guard why a
   node should stay out of service (an open fault ticket, say); the caller needs an explicit
   override to resume such nodes.
+- Signals (issue 15): the node-state sync calls `notify_slurm_signal` with `HealthCheckDrain`
+  when the node health check drains a node, `NodeRecovered` when a node leaves DOWN /
+  NOT_RESPONDING or a health-check drain; the accounting import with `JobNodeFail` when a job
+  ends NODE_FAIL. Each listener runs in its own savepoint: a failure is logged and rolled back
+  alone, never the sync.
 Apps register in their AppConfig.ready().
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from django.conf import settings
+from django.db import transaction
 
 if TYPE_CHECKING:
     from inventory.models import Node
+    from jobs.models import Job
+
+logger = logging.getLogger(__name__)
 
 NodeUnhealthyListener = Callable[..., None]  # (*, node, state, reason) -> None
 ResumeGuard = Callable[[list["Node"]], dict[str, str]]  # nodes -> {hostname: why not}
@@ -47,3 +60,52 @@ def resume_blockers(nodes: Iterable[Node]) -> dict[str, str]:
         for hostname, why in guard(nodes).items():
             blockers[hostname] = f"{blockers[hostname]}; {why}" if hostname in blockers else why
     return blockers
+
+
+# LBNL NHC drains with its notes prefixed "NHC:" (mej/nhc, helpers/node-mark-offline:
+# LEADER="NHC:", then `scontrol update State=DRAIN Reason="$LEADER $NOTE"`), and resumes only
+# nodes whose reason carries that prefix. Sites with another checker add its prefix.
+DEFAULT_HEALTH_CHECK_REASON_PREFIXES = ("NHC:",)
+
+
+def is_health_check_reason(reason: str) -> bool:
+    prefixes = getattr(settings, "JOBS_HEALTH_CHECK_REASON_PREFIXES",
+                       DEFAULT_HEALTH_CHECK_REASON_PREFIXES)
+    return any((reason or "").startswith(prefix) for prefix in prefixes)
+
+
+@dataclass(frozen=True)
+class HealthCheckDrain:
+    node: Node
+    reason: str
+
+
+@dataclass(frozen=True)
+class NodeRecovered:
+    node: Node
+    previous_state: str
+    state: str
+    previous_reason: str
+
+
+@dataclass(frozen=True)
+class JobNodeFail:
+    job: Job
+
+
+SlurmSignalListener = Callable[[object], None]
+_signal_listeners: list[SlurmSignalListener] = []
+
+
+def register_slurm_signal_listener(listener: SlurmSignalListener) -> None:
+    if listener not in _signal_listeners:
+        _signal_listeners.append(listener)
+
+
+def notify_slurm_signal(signal) -> None:
+    for listener in list(_signal_listeners):
+        try:
+            with transaction.atomic():
+                listener(signal)
+        except Exception:
+            logger.exception("Slurm signal listener %r failed on %s", listener, signal)

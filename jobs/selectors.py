@@ -59,6 +59,15 @@ def _live_filter(queryset: QuerySet[Job], value) -> QuerySet[Job]:
     return queryset.filter(live) if wanted else queryset.exclude(live)
 
 
+def _node_filter(queryset: QuerySet[Job], value) -> QuerySet[Job]:
+    """Jobs on a node, or on any node of a hostlist (`gpu[001-004]`); each job once."""
+    from inventory.hostlist import expand_hostlist
+
+    hostnames = expand_hostlist(str(value), field="node")
+    on_nodes = Job.nodes.through.objects.filter(node__hostname__in=hostnames).values("job_id")
+    return queryset.filter(pk__in=on_nodes)
+
+
 JOB_FILTERS = {
     "state": lambda qs, value: qs.filter(state=str(value).upper()),
     "user": lambda qs, value: qs.filter(user=value),
@@ -66,7 +75,7 @@ JOB_FILTERS = {
     "partition": lambda qs, value: qs.filter(partition=value),
     "size": _size_filter,
     "live": _live_filter,
-    "node": lambda qs, value: qs.filter(nodes__hostname=value),
+    "node": lambda qs, value: _node_filter(qs, value),
 }
 
 
@@ -224,6 +233,17 @@ def jobs_behind_switch(switch: Switch) -> QuerySet[Job]:
     return (
         running_jobs().filter(nodes__in=_nodes_cabled_to(port_ids)).distinct().order_by("job_id")
     )
+
+
+def running_jobs_on_nodes(node_ids) -> QuerySet[Job]:
+    """Running jobs with at least one node among `node_ids` (ids or a values() subquery)."""
+    return running_jobs().filter(nodes__in=node_ids).distinct().order_by("job_id")
+
+
+def running_jobs_crossing_pods(pod_ids: set[int]) -> QuerySet[Job]:
+    """Running jobs spanning more than one pod, one of them among `pod_ids`: the jobs whose
+    traffic crosses the spines those pods' leafs uplink to."""
+    return _jobs_spanning_pods(running_jobs(), set(pod_ids)).order_by("job_id")
 
 
 def jobs_behind_port(port: SwitchPort) -> QuerySet[Job]:

@@ -26,11 +26,15 @@ from portal.realtime import publish
 logger = logging.getLogger(__name__)
 
 UNHEALTHY_STATES = frozenset({"down", "not_responding"})
+DRAINED_STATES = frozenset({"drained", "draining"})
 ACCOUNTING_WATERMARK = "accounting"
 # Accounting is re-read this far behind the watermark: a record written late is still caught,
 # and the import is idempotent, so reading a job twice costs nothing.
 ACCOUNTING_OVERLAP = timedelta(minutes=5)
 BATCH_SIZE = 1000
+NODE_FAIL = "NODE_FAIL"  # sacct's state of a job ended by the failure of one of its nodes
+# A first import reads days of history: only recent node failures are news worth a ticket.
+NODE_FAIL_SIGNAL_WINDOW = timedelta(hours=1)
 
 
 # -- node states -------------------------------------------------------------------------------
@@ -43,6 +47,7 @@ class NodeStateChange:
     previous_state: str
     state: str
     reason: str
+    previous_reason: str = ""
 
 
 def sync_node_states(
@@ -78,7 +83,7 @@ def sync_node_states(
             slurm = slurm_nodes[node.hostname]
             if not _differs(slurm, node.slurm_state, node.slurm_reason):
                 continue
-            previous = node.slurm_state
+            previous, previous_reason = node.slurm_state, node.slurm_reason
             new_state = slurm.display_state
             if new_state != previous:
                 node.slurm_state_changed_at = now
@@ -86,7 +91,9 @@ def sync_node_states(
             node.slurm_reason = slurm.reason
             changed_nodes.append(node)
             changes.append(
-                NodeStateChange(node.pk, node.hostname, previous, new_state, slurm.reason)
+                NodeStateChange(
+                    node.pk, node.hostname, previous, new_state, slurm.reason, previous_reason
+                )
             )
         Node.objects.bulk_update(
             changed_nodes, ["slurm_state", "slurm_reason", "slurm_state_changed_at", "updated_at"]
@@ -114,7 +121,38 @@ def sync_node_states(
                 hooks.notify_node_unhealthy(
                     node=by_id[change.node_id], state=change.state, reason=change.reason
                 )
+            _notify_signals(change, by_id[change.node_id])
     return changes
+
+
+def _signalled(state: str, reason: str) -> bool:
+    """Out of service because something said so: Slurm (DOWN, NOT_RESPONDING) or the node
+    health check (a drain with its reason)."""
+    return state in UNHEALTHY_STATES or (
+        state in DRAINED_STATES and hooks.is_health_check_reason(reason)
+    )
+
+
+def _notify_signals(change: NodeStateChange, node: Node) -> None:
+    """A health-check drain starting, or a node leaving a signalled state or a drain
+    (issue 15)."""
+    was = _signalled(change.previous_state, change.previous_reason)
+    now = _signalled(change.state, change.reason)
+    health_drain = change.state in DRAINED_STATES and hooks.is_health_check_reason(change.reason)
+    was_health_drain = change.previous_state in DRAINED_STATES and hooks.is_health_check_reason(
+        change.previous_reason
+    )
+    # Back in service after any drain (a resume), as well as out of a signalled state.
+    back = change.previous_state in DRAINED_STATES and change.state not in (
+        DRAINED_STATES | UNHEALTHY_STATES
+    )
+    if health_drain and not was_health_drain:
+        hooks.notify_slurm_signal(hooks.HealthCheckDrain(node=node, reason=change.reason))
+    elif (was and not now) or back:
+        hooks.notify_slurm_signal(hooks.NodeRecovered(
+            node=node, previous_state=change.previous_state, state=change.state,
+            previous_reason=change.previous_reason,
+        ))
 
 
 def _differs(slurm: SlurmNodeState, state: str, reason: str) -> bool:
@@ -359,10 +397,14 @@ def _import_batch(batch: dict[str, FinishedJob]) -> ImportResult:
             for job in Job.objects.select_for_update().filter(job_id__in=list(batch))
         }
         tenant_ids = _tenant_ids_by_account(job.account for job in batch.values())
-        to_create, to_update, node_changes, ended_live = [], [], {}, []
+        to_create, to_update, node_changes, ended_live, node_fails = [], [], {}, [], []
         for job_id, record in batch.items():
             job = existing.get(job_id)
             was_live = job is not None and job.is_live
+            if record.state == NODE_FAIL and (job is None or job.state != NODE_FAIL) and (
+                record.end_time is None or record.end_time >= now - NODE_FAIL_SIGNAL_WINDOW
+            ):
+                node_fails.append(job_id)
             if job is None:
                 job = Job(job_id=job_id)
                 to_create.append(job)
@@ -382,6 +424,9 @@ def _import_batch(batch: dict[str, FinishedJob]) -> ImportResult:
         _replace_job_nodes({pks[job_id]: names for job_id, names in node_changes.items()})
         for job in ended_live:
             publish_job(job, "job.ended")
+        if node_fails:
+            for job in Job.objects.filter(job_id__in=node_fails).prefetch_related("nodes"):
+                hooks.notify_slurm_signal(hooks.JobNodeFail(job=job))
     return ImportResult(len(to_create), len(to_update))
 
 

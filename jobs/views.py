@@ -23,7 +23,7 @@ from portal.models import Role
 from portal.models.accounts import CLUSTER_WIDE_ROLES
 from portal.views import RoleRequiredMixin
 
-LIST_FILTERS = ("state", "user", "account", "partition", "size", "live")
+LIST_FILTERS = ("state", "user", "account", "partition", "size", "live", "node")
 
 
 def _messages_of(error: InvalidInput | Conflict) -> str:

@@ -269,6 +269,10 @@ MATRIX: dict[str, Route] = {
     "faults:reopen": Route(
         (post(lambda w: f"/faults/{w.ticket.pk}/reopen/", statuses(302, 302, 302, 403, 403, 302)),)
     ),
+    "faults:recovery": Route(
+        (post(lambda w: f"/faults/{w.ticket.pk}/recovery/", statuses(302, 302, 302, 403, 403, 302),
+              note="an empty step comes back as a message"),)
+    ),
     "api:faults:api-root": Route((get("/api/faults/", API_READ_CLUSTER),)),
     "api:faults:ticket-list": Route(
         (
@@ -304,6 +308,9 @@ MATRIX: dict[str, Route] = {
                 note="an open ticket cannot be reopened",
             ),
         )
+    ),
+    "api:faults:ticket-recovery": Route(
+        (post(lambda w: f"/api/faults/tickets/{w.ticket.pk}/recovery/", API_WRITE_RESPONDERS),)
     ),
     "api:faults:intakerecord-list": Route((get("/api/faults/intake/", API_READ_CLUSTER),)),
     "api:faults:intakerecord-detail": Route(
@@ -341,6 +348,16 @@ MATRIX: dict[str, Route] = {
                 statuses(302, 302, 302, 403, 403, 302),
                 note="errors come back as a message",
             ),
+        )
+    ),
+    # --- console (issue 15): impact of taking something out, scoped to what each role sees ---
+    "api:console:impact": Route(
+        (
+            get(lambda w: f"/api/impact/?target=node:{w.node.hostname}", API_READ_ALL,
+                note="the tenant admin's own node"),
+            get(lambda w: f"/api/impact/?target=node:{w.other_node.hostname}",
+                statuses(200, 200, 200, 200, 400, 401),
+                note="another tenant's node is not the tenant admin's to name"),
         )
     ),
     "api:jobs:job-list": Route((get("/api/jobs/jobs/", statuses(200, 200, 200, 403, 200, 401)),)),

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from faults.hooks import visible_impact
 from faults.intake import DEFAULT_ALERTNAME_KINDS
 from faults.models import (
     Category,
@@ -15,6 +18,7 @@ from faults.models import (
     TimelineEntry,
 )
 from faults.policies import KNOWN_XIDS, PLATFORM_KINDS
+from faults.recovery import RECOVERY_STEP_NAMES, recovery_steps
 from faults.workflow import Status, allowed_targets
 
 
@@ -38,6 +42,7 @@ class TicketSerializer(serializers.ModelSerializer):
             "reopened_from", "detected_at", "acknowledged_at", "triaged_at", "mitigated_at",
             "resolved_at", "verified_at", "closed_at", "last_event_at", "rma_part",
             "rma_case_number", "rma_expected_at", "recovery_method", "alert_fingerprints",
+            "job_id", "signal_cleared_at",
         ]
         read_only_fields = fields
 
@@ -73,14 +78,44 @@ class HistoryTicketSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+class RecoveryStepSerializer(serializers.Serializer):
+    step = serializers.CharField()
+    label = serializers.CharField()
+
+
 class TicketDetailSerializer(TicketSerializer):
     timeline = TimelineEntrySerializer(many=True, read_only=True)
     transitions = TransitionRowSerializer(many=True, read_only=True)
     actions = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
+    impact = serializers.SerializerMethodField(
+        help_text="what the fault hit when it opened (GET /api/impact/'s answer), cut to your "
+                  "role: viewers get no jobs or tenants"
+    )
+    recovery_steps = serializers.SerializerMethodField(
+        help_text="the one-click steps (POST .../recovery/) your role may take now"
+    )
 
     class Meta(TicketSerializer.Meta):
-        fields = [*TicketSerializer.Meta.fields, "timeline", "transitions", "actions"]
+        fields = [*TicketSerializer.Meta.fields, "timeline", "transitions", "actions", "impact",
+                  "recovery_steps"]
         read_only_fields = fields
+
+    def _user(self):
+        request = self.context.get("request")
+        return getattr(request, "user", None)
+
+    @extend_schema_field(OpenApiTypes.OBJECT)
+    def get_impact(self, ticket) -> dict:
+        return visible_impact(ticket.impact, user=self._user())
+
+    @extend_schema_field(RecoveryStepSerializer(many=True))
+    def get_recovery_steps(self, ticket) -> list[dict]:
+        return [{"step": option.step, "label": option.label}
+                for option in recovery_steps(ticket, user=self._user())]
+
+
+class RecoveryRequestSerializer(serializers.Serializer):
+    step = serializers.ChoiceField(choices=list(RECOVERY_STEP_NAMES))
 
 
 class UserReportSerializer(serializers.Serializer):

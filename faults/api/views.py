@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+from django.db import transaction
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from faults import selectors, services, statistics
 from faults.api import serializers as fault_serializers
 from faults.models import FaultTicket, IntakeRecord
+from faults.recovery import recovery_steps, request_recovery
 from faults.selectors import FAULT_ACTORS, FAULT_READERS
 from inventory.models import GPU, Node, Switch
+from portal.api.serializers import ActionSerializer
+from portal.api.views import action_accepted
 from portal.api.viewsets import SelectorQuerysetMixin
 from portal.errors import InvalidInput
 from portal.timeparse import parse_datetime_utc
@@ -137,6 +142,27 @@ class TicketViewSet(
             ticket=self.get_object(), actor=request.user, note=body.validated_data.get("note", "")
         )
         return Response(fault_serializers.TicketSerializer(ticket).data, status=201)
+
+    @extend_schema(
+        summary="Take one of the ticket's recovery steps (an Action, the ticket as reason)",
+        request=fault_serializers.RecoveryRequestSerializer,
+        responses={202: ActionSerializer,
+                   400: OpenApiResponse(description="`step` does not apply to this ticket now"),
+                   403: OpenApiResponse(description="Your role may not take this step"),
+                   409: OpenApiResponse(description="Other open tickets hold the node (resume)")},
+    )
+    @action(detail=True, methods=["post"])
+    def recovery(self, request, pk=None):
+        body = fault_serializers.RecoveryRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        ticket = self.get_object()
+        step = body.validated_data["step"]
+        offered = {option.step: option for option in recovery_steps(ticket)}
+        if step in offered and request.user.role not in offered[step].roles:
+            raise PermissionDenied(f"Your role may not {offered[step].label.lower()}.")
+        with transaction.atomic():
+            action = request_recovery(ticket=ticket, step=step, actor=request.user)
+        return action_accepted(request, action)
 
     @extend_schema(summary="Earlier and later tickets on the same GPU serial or node",
                    responses={200: fault_serializers.HistoryTicketSerializer(many=True)})

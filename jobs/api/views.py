@@ -29,7 +29,8 @@ JOB_LIST_PARAMETERS = [
     OpenApiParameter("partition", str),
     OpenApiParameter("size", str, enum=list(SIZE_BUCKET_LABELS), description="Nodes bucket"),
     OpenApiParameter("live", bool, description="Only jobs in squeue now (or only not)"),
-    OpenApiParameter("node", str, description="Jobs that ran on this hostname"),
+    OpenApiParameter("node", str, description="Jobs that ran on this hostname, or on any node "
+                                              "of a hostlist (gpu[001-004])"),
     OpenApiParameter("switch", int, description="Running jobs behind this switch (id)"),
     OpenApiParameter("port", int, description="Running jobs behind this switch port (id)"),
 ]

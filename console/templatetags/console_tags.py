@@ -1,0 +1,30 @@
+"""The impact card for pages of other apps (node, switch, ticket, confirmations)."""
+
+from __future__ import annotations
+
+from django import template
+
+from console.impact import impact_of
+from portal.errors import InvalidInput
+
+register = template.Library()
+
+
+@register.simple_tag(takes_context=True)
+def impact_card(context, target: str) -> dict:
+    """{"impact": Impact} for `target` as the page's user may see it, or {"error": why}."""
+    request = context.get("request")
+    user = getattr(request, "user", None)
+    if not target or user is None or not getattr(user, "is_authenticated", False):
+        return {}
+    try:
+        return {"impact": impact_of(user=user, target=target)}
+    except InvalidInput:
+        return {}  # a target this user may not name: the page shows no card
+
+
+@register.simple_tag
+def impact_target(kind: str, *names) -> str:
+    """`kind:name[:name]` from the page's objects, e.g. {% impact_target "port" switch.hostname
+    port %}."""
+    return ":".join([kind, *(str(name) for name in names if name not in (None, ""))])
