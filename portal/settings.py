@@ -59,6 +59,7 @@ INSTALLED_APPS = [
     "jobs",
     "faults",
     "fabric",
+    "console",  # pages composing several domain apps (search, impact)
 ]
 
 MIDDLEWARE = [

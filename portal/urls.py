@@ -34,6 +34,7 @@ urlpatterns = [
     path("jobs/", include("jobs.urls")),
     path("fabric/", include("fabric.urls")),
     path("faults/", include("faults.urls")),
+    path("", include("console.urls")),
     path("healthz", views.healthz, name="healthz"),
     path("readyz", views.readyz, name="readyz"),
     path("metrics", views.metrics, name="metrics"),

@@ -513,3 +513,26 @@ MATRIX.update(
         ),
     }
 )
+
+# --- console: the jump box's search (issue 15); every role finds what it may see --------------
+MATRIX.update(
+    {
+        "console:search": Route(
+            (
+                get(
+                    lambda w: f"/search/?q={w.node.hostname}",
+                    statuses(302, 302, 302, 302, 302, 302),
+                    note="an exact hostname redirects to the node's page",
+                ),
+                get("/search/?q=matrix&list=1", PAGE_ALL),
+                get("/search/?q=x", statuses(400, 400, 400, 400, 400, 302)),
+            )
+        ),
+        "api:search": Route(
+            (
+                get(lambda w: f"/api/search/?q={w.node.hostname}", API_READ_ALL),
+                get("/api/search/?q=x", statuses(400, 400, 400, 400, 400, 401)),
+            )
+        ),
+    }
+)

@@ -19,5 +19,6 @@ urlpatterns = [
     path("jobs/", include("jobs.api.urls")),
     path("fabric/", include("fabric.api.urls")),
     path("faults/", include("faults.api.urls")),
+    path("", include("console.api.urls")),
     *router.urls,
 ]
