@@ -9,6 +9,7 @@ from django.views.generic import TemplateView
 from fabric import selectors
 from fabric.models import LldpFinding
 from fabric.rail_health import detect_rail_imbalance, rail_throughput_for_nodes
+from fabric.views.actions import SWITCH_ACTORS
 from inventory.selectors import nodes_behind_switch, nodes_from_hostlist
 from portal.errors import InvalidInput, NotFound
 from portal.views import RoleRequiredMixin
@@ -41,6 +42,7 @@ class SwitchDetailView(RoleRequiredMixin, TemplateView):
             poll=getattr(switch, "poll_state", None),
             ports=selectors.monitored_ports(user=user, switch=switch),
             nodes_behind=nodes_behind_switch(switch),
+            may_act=user.role in SWITCH_ACTORS,
         )
         return context
 
