@@ -1,0 +1,65 @@
+"""The rough edges of issue 15 item 5, each with the test that failed before its fix."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.test import Client
+
+from faults.workflow import Status
+from portal.models import Role
+from tests.faults.test_workflow import ticket_in
+
+pytestmark = pytest.mark.django_db
+REPOSITORY = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def browser_as(make_user):
+    def login(role, tenant=None):
+        browser = Client()
+        browser.force_login(make_user(role, tenant=tenant))
+        return browser
+
+    return login
+
+
+def test_a_refused_transition_names_states_by_their_labels(api_as):
+    ticket = ticket_in(Status.AWAITING_VENDOR)
+    response = api_as(Role.ONCALL).post(
+        f"/api/faults/tickets/{ticket.pk}/transition/", {"to_status": "false_positive"},
+        format="json")
+    assert response.status_code == 409
+    message = response.json()["to_status"][0]
+    assert message == (f"FT-{ticket.pk} is Awaiting vendor: cannot go to False positive. "
+                       "Allowed: Resolved, Mitigating.")
+    assert response.json()["allowed"] == ["resolved", "mitigating"]  # values stay for machines
+
+
+def test_a_resolution_without_a_method_lists_the_methods_by_label(api_as):
+    ticket = ticket_in(Status.TRIAGED, category="gpu")
+    response = api_as(Role.ONCALL).post(
+        f"/api/faults/tickets/{ticket.pk}/transition/", {"to_status": "resolved"}, format="json")
+    assert response.status_code == 400
+    assert "Warm reboot, Cold reboot, GPU reset" in response.json()["recovery_method"][0]
+    assert "warm_reboot" not in response.json()["recovery_method"][0]
+
+
+@pytest.mark.parametrize("role", [Role.ADMIN, Role.VIEWER, Role.TENANT_ADMIN])
+def test_every_page_links_the_api_docs(browser_as, role):
+    html = browser_as(role).get("/").content.decode()
+    assert '<a class="topbar-link" href="/api/docs/">API</a>' in html
+
+
+def test_the_demo_writes_its_logins_for_demo_run_to_print_last(tmp_path, capsys):
+    logins = tmp_path / "demo-logins.txt"
+    call_command("seed_demo", password="s3cret-demo", logins_file=str(logins))
+    text = logins.read_text()
+    assert "demo-operator" in text and "password: s3cret-demo" in text
+    assert stat.S_IMODE(logins.stat().st_mode) == 0o600
+    makefile = (REPOSITORY / "Makefile").read_text()
+    # The import's 40 lines of progress come before the logins, not after them.
+    assert makefile.index("manage.py import_topology") < makefile.index("manage.py seed_demo")
