@@ -15,6 +15,7 @@ from faults.selectors import FAULT_ACTORS, FAULT_READERS
 from faults.workflow import allowed_targets
 from inventory.models import GPU, Pod
 from portal.errors import InvalidInput, ServiceError
+from portal.ordering import Ordering, SortableListMixin
 from portal.views import RoleRequiredMixin
 
 # Column headings of the statistics page's month table (the full labels are in the title).
@@ -71,7 +72,7 @@ class BoardView(RoleRequiredMixin, TemplateView):
         return context
 
 
-class TicketListView(RoleRequiredMixin, ListView):
+class TicketListView(SortableListMixin, RoleRequiredMixin, ListView):
     """Every ticket, newest first: a node's or a category's history."""
 
     template_name = "faults/ticket_list.html"
@@ -79,10 +80,16 @@ class TicketListView(RoleRequiredMixin, ListView):
     context_object_name = "tickets"
     paginate_by = 50
     filter_names = ("status", "category", "node", "pod", "component", "source", "q")
+    sort_columns = Ordering(
+        {"ticket": ("id",), "status": ("status",), "severity": ("severity",),
+         "category": ("category",), "summary": ("summary",), "detected": ("detected_at",),
+         "recovery": ("recovery_method",)},
+        default="-detected",
+    )
 
     def get_queryset(self):
         filters = {name: self.request.GET.get(name, "") for name in self.filter_names}
-        return selectors.ticket_list(user=self.request.user, filters=filters)
+        return self.sort_queryset(selectors.ticket_list(user=self.request.user, filters=filters))
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.db import transaction
+from django.db.models.functions import Length
 from django.http import Http404
 from django.shortcuts import redirect
 from django.urls import reverse
@@ -21,6 +22,7 @@ from jobs.templatetags.jobs_tags import NODE_ACTORS
 from portal.errors import Conflict, InvalidInput
 from portal.models import Role
 from portal.models.accounts import CLUSTER_WIDE_ROLES
+from portal.ordering import Ordering, SortableListMixin
 from portal.views import RoleRequiredMixin
 
 LIST_FILTERS = ("state", "user", "account", "partition", "size", "live")
@@ -36,11 +38,19 @@ def _messages_of(error: InvalidInput | Conflict) -> str:
     return str(detail)
 
 
-class JobListView(RoleRequiredMixin, ListView):
+class JobListView(SortableListMixin, RoleRequiredMixin, ListView):
     template_name = "jobs/job_list.html"
     context_object_name = "jobs"
     paginate_by = 50
     allowed_roles = selectors.JOB_READERS
+    # Slurm job ids are numbers stored as text: shorter first sorts 999 before 1098.
+    sort_columns = Ordering(
+        {"job": (Length("job_id"), "job_id"), "name": ("name",), "user": ("user",),
+         "account": ("account",), "partition": ("partition",), "state": ("state",),
+         "nodes": ("node_count",), "gpus": ("gpus",), "submitted": ("submit_time",),
+         "exit": ("exit_code",)},
+        default="-submitted",
+    )
 
     def get_filters(self) -> dict:
         filters = {name: self.request.GET.get(name, "").strip() for name in LIST_FILTERS}
@@ -51,7 +61,8 @@ class JobListView(RoleRequiredMixin, ListView):
     def get_queryset(self):
         self.filter_error = ""
         try:
-            return selectors.job_list(user=self.request.user, filters=self.get_filters())
+            return self.sort_queryset(
+                selectors.job_list(user=self.request.user, filters=self.get_filters()))
         except InvalidInput as error:
             self.filter_error = _messages_of(error)
             return selectors.job_list(user=self.request.user).none()

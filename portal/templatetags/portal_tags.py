@@ -8,6 +8,7 @@ from django import template
 from django.core.serializers.json import DjangoJSONEncoder
 from django.urls import NoReverseMatch, reverse
 from django.utils.html import conditional_escape, format_html
+from django.utils.safestring import mark_safe
 
 from portal.context_processors import may_open
 
@@ -56,3 +57,27 @@ def target_link(context, target: str):
     if not may_open(url, context.get("user_role")):
         return conditional_escape(target)
     return format_html('<a href="{}?{}">{}</a>', url, urlencode({"q": query}), target)
+
+
+@register.simple_tag(takes_context=True)
+def sort_header(context, column: str, label: str, css_class: str = ""):
+    """A list's column header that sorts by `column`: a link toggling ascending and descending,
+    keeping the page's filters (and going back to page 1), with aria-sort on the sorted one."""
+    request = context["request"]
+    current = context.get("ordering") or ""
+    sorted_here = current.lstrip("-") == column
+    descending = current.startswith("-")
+    params = request.GET.copy()
+    params.pop("page", None)
+    params["ordering"] = f"-{column}" if sorted_here and not descending else column
+    if sorted_here:
+        aria = ' aria-sort="descending"' if descending else ' aria-sort="ascending"'
+        arrow = " ▼" if descending else " ▲"
+    else:
+        aria, arrow = "", ""
+    classes = f' class="{conditional_escape(css_class)}"' if css_class else ""
+    return format_html(
+        '<th scope="col"{}{}><a class="sort-link" href="?{}">{}<span aria-hidden="true">{}</span>'
+        "</a></th>",
+        mark_safe(classes), mark_safe(aria), params.urlencode(), label, arrow,  # noqa: S308
+    )
