@@ -250,6 +250,8 @@ class StatisticsView(RoleRequiredMixin, TemplateView):
                 for value, label in Category.choices if value != Category.UNCLASSIFIED
             ],
         }
+        chart["has_faults"] = any(chart["counts"])
+        chart["has_repairs"] = any(hours is not None for hours in chart["mttr"])
         short = [(value, label, SHORT_CATEGORY_LABELS[value])
                  for value, label in Category.choices if value in SHORT_CATEGORY_LABELS]
         context.update(stats=stats, chart=chart, month_columns=short)

@@ -150,8 +150,8 @@
 
   const statusBadge = (status) => el("span", { class: `status status-${status}` },
     [el("span", { class: "status-icon", "aria-hidden": "true" }), String(status)]);
-  // "YYYY-MM-DD HH:MM:SS" in UTC, as the templates render it.
-  const formatTime = (iso) => (iso && !isNaN(new Date(iso)) ? new Date(iso).toISOString().slice(0, 19).replace("T", " ") : "—");
+  // "YYYY-MM-DD HH:MM:SS UTC", 24-hour with the zone, as the templates render it (TIME_ZONE).
+  const formatTime = (iso) => (iso && !isNaN(new Date(iso)) ? `${new Date(iso).toISOString().slice(0, 19).replace("T", " ")} UTC` : "—");
 
   // Briefly highlight what an event changed; re-adding the class restarts the animation.
   const flash = (node) => { node.classList.remove("live-updated"); void node.offsetWidth; node.classList.add("live-updated"); };

@@ -106,3 +106,26 @@ def test_sorting_orders_the_rows_and_keeps_the_filters(browser_as, tenant_a, ten
     assert re.search(r'href="\?(ordering=-job&amp;user=alice|user=alice&amp;ordering=-job)"', by_id)
     newest_first = browser.get("/tenants/", {"ordering": "-name"}).content.decode()
     assert newest_first.index("Tenant B") < newest_first.index("Tenant A")
+
+
+def test_pages_show_24_hour_times_with_the_time_zone(browser_as):
+    from portal.services.actions import enqueue_action
+
+    enqueue_action(kind="portal.canary", target="clock", reason="times")
+    html = browser_as(Role.OPERATOR).get("/actions/").content.decode()
+    assert re.search(r">\d{4}-\d\d-\d\d [012]\d:[0-5]\d:[0-5]\d UTC</time>", html)
+    live_js = (REPOSITORY / "static/js/live.js").read_text()
+    assert 'replace("T", " ")} UTC`' in live_js  # rows added live read the same
+
+
+def test_an_empty_chart_says_no_data_instead_of_an_empty_frame(browser_as, tenant_a):
+    browser = browser_as(Role.OPERATOR)
+    statistics = browser.get("/faults/statistics/").content.decode()
+    assert 'id="fault-month-chart-empty"' in statistics and "No fault tickets yet." in statistics
+    assert 'id="fault-month-chart"' not in statistics
+    analytics = browser.get("/jobs/analytics/").content.decode()
+    assert analytics.count("No finished jobs in this period.</p>") >= 3
+    assert "No jobs started in this period." in analytics
+    tenant = browser.get(f"/tenants/{tenant_a.slug}/").content.decode()
+    assert "No GPU-hours used or allocated in this period." in tenant
+    assert 'id="usage-chart"' not in tenant
