@@ -12,7 +12,7 @@ from faults import selectors, services, statistics
 from faults.forms import TransitionForm, UserReportForm
 from faults.models import Category, RecoveryMethod, Source
 from faults.selectors import FAULT_ACTORS, FAULT_READERS
-from faults.workflow import allowed_targets
+from faults.workflow import Status, allowed_targets
 from inventory.models import GPU, Pod
 from portal.errors import InvalidInput, ServiceError
 from portal.ordering import Ordering, SortableListMixin
@@ -105,6 +105,8 @@ class TicketDetailView(RoleRequiredMixin, TemplateView):
         context = super().get_context_data(**kwargs)
         ticket = _visible_ticket(self.request, kwargs["pk"])
         history = selectors.component_history(ticket)
+        context.update(self.form_values(ticket, kwargs.get("kept_operation", ""),
+                                        kwargs.get("kept") or {}))
         context.update(
             ticket=ticket,
             timeline=selectors.ticket_timeline(ticket),
@@ -118,8 +120,31 @@ class TicketDetailView(RoleRequiredMixin, TemplateView):
             intake_records=ticket.intake_records.order_by("received_at")[:50],
             can_act=selectors.can_act_on_faults(self.request.user),
             reopened_as=ticket.reopened_as.all(),
+            allowed_choices=[(value, Status(value).label)
+                             for value in allowed_targets(ticket.status)],
         )
         return context
+
+    @staticmethod
+    def form_values(ticket, operation: str, kept) -> dict:
+        """What the page's forms show: the ticket's values, or what was typed into the form
+        the server just refused (issue 15: a refusal must not throw the typing away)."""
+        transition = kept if operation == "transition" else {}
+        expected = ticket.rma_expected_at.isoformat() if ticket.rma_expected_at else ""
+        return {
+            "transition_values": {
+                "to_status": transition.get("to_status", ""),
+                "category": transition.get("category", ticket.category),
+                "subtype": transition.get("subtype", ticket.subtype),
+                "recovery_method": transition.get("recovery_method", ticket.recovery_method),
+                "rma_part": transition.get("rma_part", ticket.rma_part),
+                "rma_case_number": transition.get("rma_case_number", ticket.rma_case_number),
+                "rma_expected_at": transition.get("rma_expected_at", expected),
+                "note": transition.get("note", ""),
+            },
+            "note_text": kept.get("text", "") if operation == "note" else "",
+            "reopen_note": kept.get("note", "") if operation == "reopen" else "",
+        }
 
 
 class TicketActView(RoleRequiredMixin, View):
@@ -147,9 +172,15 @@ class TicketActView(RoleRequiredMixin, View):
             })
             return response
         if error:
+            # The ticket page again, with the refusal and what was typed, not a redirect that
+            # would empty the form.
             messages.error(request, error)
-        else:
-            messages.success(request, f"{ticket.reference}: {self.operation} done.")
+            page = TicketDetailView()
+            page.setup(request, pk=ticket.pk)
+            context = page.get_context_data(pk=ticket.pk, kept=request.POST,
+                                            kept_operation=self.operation)
+            return render(request, page.template_name, context, status=400)
+        messages.success(request, f"{ticket.reference}: {self.operation} done.")
         return redirect("faults:ticket", pk=ticket.pk)
 
     def perform(self, request, ticket):

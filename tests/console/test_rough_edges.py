@@ -129,3 +129,18 @@ def test_an_empty_chart_says_no_data_instead_of_an_empty_frame(browser_as, tenan
     tenant = browser.get(f"/tenants/{tenant_a.slug}/").content.decode()
     assert "No GPU-hours used or allocated in this period." in tenant
     assert 'id="usage-chart"' not in tenant
+
+
+def test_a_refused_ticket_form_keeps_what_was_typed(browser_as):
+    ticket = ticket_in(Status.TRIAGED, category="gpu")
+    browser = browser_as(Role.ONCALL)
+    refused = browser.post(f"/faults/{ticket.pk}/transition/", {
+        "to_status": "resolved", "category": "gpu", "subtype": "ecc", "recovery_method": "",
+        "rma_part": "GPU tray", "note": "swapped after XID 79"})
+    assert refused.status_code == 400
+    html = refused.content.decode()
+    assert "Say how it was fixed" in html  # the refusal, on the page
+    assert 'value="swapped after XID 79"' in html and 'value="GPU tray"' in html
+    assert '<option value="resolved" selected>Resolved</option>' in html
+    ticket.refresh_from_db()
+    assert ticket.status == Status.TRIAGED
