@@ -3,10 +3,12 @@ panel and the bulk drain form (the inventory pages include those partials)."""
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit, urlunsplit
+
 from django.contrib import messages
 from django.db import transaction
 from django.db.models.functions import Length
-from django.http import Http404
+from django.http import Http404, QueryDict
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils import timezone
@@ -136,12 +138,14 @@ class _NodeActionView(RoleRequiredMixin, View):
     verb = ""
 
     def back(self, request):
+        """To the form's page, carrying what was typed (the hostlist and the reason) in the
+        query string so the refused form comes back filled in (issue 15)."""
         target = request.POST.get("next", "")
-        if target and url_has_allowed_host_and_scheme(
+        if not (target and url_has_allowed_host_and_scheme(
             target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
-        ):
-            return redirect(target)
-        return redirect("jobs:bulk-drain")
+        )):
+            target = reverse("jobs:bulk-drain")
+        return redirect(_with_typed_input(target, request.POST, self.verb))
 
     def post(self, request):
         if request.POST.get("confirm") != "yes":
@@ -166,6 +170,16 @@ class _NodeActionView(RoleRequiredMixin, View):
 
     def request_action(self, request, nodes):
         raise NotImplementedError
+
+
+def _with_typed_input(url: str, posted, verb: str) -> str:
+    parts = urlsplit(url)
+    query = QueryDict(parts.query, mutable=True)
+    if posted.get("hostlist", "").strip():
+        query["hostlist"] = posted["hostlist"].strip()[:1000]
+    if posted.get("reason", "").strip():
+        query[f"{verb}_reason"] = posted["reason"].strip()[:1000]
+    return urlunsplit(parts._replace(query=query.urlencode()))
 
 
 class NodeDrainFormView(_NodeActionView):

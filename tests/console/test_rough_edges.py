@@ -144,3 +144,16 @@ def test_a_refused_ticket_form_keeps_what_was_typed(browser_as):
     assert '<option value="resolved" selected>Resolved</option>' in html
     ticket.refresh_from_db()
     assert ticket.status == Status.TRIAGED
+
+
+def test_a_refused_drain_form_comes_back_filled_in(browser_as):
+    from inventory.models import Node
+
+    Node.objects.create(hostname="gpu001")
+    browser = browser_as(Role.OPERATOR)
+    refused = browser.post("/jobs/nodes/drain/", {
+        "hostlist": "gpu[001-003]", "reason": "XID 79 on two", "confirm": "yes",
+        "next": "/jobs/nodes/bulk-drain/"}, follow=True)
+    html = refused.content.decode()
+    assert "Nothing was queued" in html and "unknown node(s): gpu[002-003]" in html
+    assert 'value="gpu[001-003]"' in html and 'value="XID 79 on two"' in html
