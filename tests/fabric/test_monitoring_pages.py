@@ -86,7 +86,8 @@ def test_switch_detail_shows_counters_charts_and_action_region(browser_as, polle
     html = browser_as(Role.VIEWER).get(
         reverse("fabric:switch-detail", kwargs={"hostname": "leaf-p1-r0"})
     ).content.decode()
-    assert 'id="port-rows"' in html and "gpu001 mlx5_0" in html and "GB/s" in html
+    assert 'id="port-rows"' in html and "GB/s" in html
+    assert '<a href="/inventory/nodes/gpu001/">gpu001</a> mlx5_0' in html  # a link (issue 15)
     assert "vendor/uplot/uPlot.iife.min.js" in html and 'id="history-port"' in html
     assert 'id="actions-title"' in html
     assert "cdn" not in html.lower()
