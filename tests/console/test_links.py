@@ -81,3 +81,12 @@ def test_a_cable_number_opens_that_cable(world):
     cable_create(a=other_nic, b=other_port, type="800GBASE-2DR4")
     listing = browser.get("/inventory/cables/", {"cable": pk}).content.decode()
     assert re.findall(r'id="cable-(\d+)"', listing) == [str(pk)]
+
+
+def test_a_jobs_node_list_opens_those_nodes(world):
+    browser = world.client(Role.OPERATOR)
+    for page in ("/jobs/", "/jobs/1098/"):
+        html = browser.get(page, {"live": ""}).content.decode()
+        assert 'href="/inventory/?hostlist=gpu011"' in html, page
+    nodes = browser.get("/inventory/", {"hostlist": "gpu011"}).content.decode()
+    assert 'href="/inventory/nodes/gpu011/"' in nodes
