@@ -252,15 +252,15 @@ MATRIX: dict[str, Route] = {
         (
             post(
                 lambda w: f"/faults/{w.ticket.pk}/transition/",
-                statuses(302, 302, 302, 403, 403, 302),
+                statuses(400, 400, 400, 403, 403, 302),
             ),
         )
     ),
     "faults:note": Route(
-        (post(lambda w: f"/faults/{w.ticket.pk}/notes/", statuses(302, 302, 302, 403, 403, 302)),)
+        (post(lambda w: f"/faults/{w.ticket.pk}/notes/", statuses(400, 400, 400, 403, 403, 302)),)
     ),
     "faults:reopen": Route(
-        (post(lambda w: f"/faults/{w.ticket.pk}/reopen/", statuses(302, 302, 302, 403, 403, 302)),)
+        (post(lambda w: f"/faults/{w.ticket.pk}/reopen/", statuses(400, 400, 400, 403, 403, 302)),)
     ),
     "api:faults:api-root": Route((get("/api/faults/", API_READ_CLUSTER),)),
     "api:faults:ticket-list": Route(
