@@ -109,3 +109,20 @@ def test_the_page_redirects_to_a_single_match_and_keeps_the_query_otherwise(clus
     assert 'href="/inventory/nodes/gpu012/"' in html and 'value="gpu01"' in html
     refused = browser.get("/search/", {"q": "gpu[011-"})
     assert refused.status_code == 400 and 'value="gpu[011-"' in refused.content.decode()
+
+
+def test_the_search_costs_the_same_queries_however_many_objects_match(cluster):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    user = cluster.users[Role.OPERATOR]
+    search(user=user, query="gpu01")  # the role is looked up once and cached on the user
+    with CaptureQueriesContext(connection) as few:
+        search(user=user, query="gpu01")
+    for number in range(20, 30):
+        node = Node.objects.create(hostname=f"gpu0{number}", serial=f"S0{number}")
+        GPU.objects.create(node=node, index=0, uuid=f"GPU-gpu0{number}")
+    with CaptureQueriesContext(connection) as many:
+        result = search(user=user, query="gpu0")
+    assert len(result.hits) > 10
+    assert len(many) == len(few) <= 6
