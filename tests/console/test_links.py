@@ -90,3 +90,8 @@ def test_a_jobs_node_list_opens_those_nodes(world):
         assert 'href="/inventory/?hostlist=gpu011"' in html, page
     nodes = browser.get("/inventory/", {"hostlist": "gpu011"}).content.decode()
     assert 'href="/inventory/nodes/gpu011/"' in nodes
+
+
+def test_the_ticket_list_links_each_tickets_component(world):
+    html = world.client(Role.VIEWER).get("/faults/tickets/").content.decode()
+    assert '<a href="/inventory/nodes/gpu011/">' in html
