@@ -39,8 +39,9 @@ def object_link(context, url_name: str, *args, label=None, anchor: str = ""):
 
 
 # An Action's target names a node, a hostlist or a switch first ("gpu[001-016]",
-# "leaf-p1-r3 Ethernet8,Ethernet16", "leaf-p1-r3 (drain)"); "pod p1" names no single object.
-_TARGET_OBJECT = re.compile(r"^(?P<object>[A-Za-z0-9][A-Za-z0-9._\-\[\],]*)(?: (?P<ports>\S+))?")
+# "leaf-p1-r3 Ethernet8,Ethernet16", "leaf-p1-r3 (drain)"), an LLDP finding's port is
+# "leaf-p1-r3:Ethernet8"; "pod p1" names no single object.
+_TARGET_OBJECT = re.compile(r"^(?P<object>[A-Za-z0-9][A-Za-z0-9._:\-\[\],]*)(?: (?P<ports>\S+))?")
 _SINGLE_PORT = re.compile(r"^Ethernet\d+$")
 
 

@@ -78,6 +78,7 @@ SORTABLE = {
     "/actions/": ["id", "kind", "target", "status", "attempts", "by", "created"],
     "/audit/": ["when", "who", "via", "operation", "object"],
     "/tenants/": ["name", "slug", "account", "vni", "users"],
+    "/fabric/lldp/": ["kind", "what", "first_seen", "last_seen"],
 }
 
 

@@ -107,6 +107,8 @@ def test_lldp_page_lists_findings(browser_as, polled):
     html = browser_as(Role.OPERATOR).get(reverse("fabric:lldp")).content.decode()
     assert 'data-kind="swapped"' in html and "leaf-p1-r2:Ethernet4" in html
     assert 'id="lldp-count-swapped">1<' in html
+    # Each port is a link that lands on the port's row (issue 15).
+    assert '<a href="/search/?q=leaf-p1-r2%3AEthernet4">leaf-p1-r2:Ethernet4</a>' in html
 
 
 def test_rail_health_page(browser_as, polled):
