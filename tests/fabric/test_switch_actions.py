@@ -368,6 +368,8 @@ def test_one_confirmation_queues_the_port_picked_from_the_row(operator_browser, 
     # The checked port is a field of the form that confirms, so Confirm sends it.
     assert 'name="ports" value="Ethernet4" id="port-Ethernet4" checked' in form
     assert 'name="ports" value="Ethernet0" id="port-Ethernet0">' in form
+    # Confirm is the form's default button (Enter presses it), the preview comes after it.
+    assert form.index(">Confirm</button>") < form.index('name="preview"')
     # Checking another port and asking what is behind it queues nothing and keeps the reason.
     preview = operator_browser.post(url, {"ports": ["Ethernet4", "Ethernet0"], "state": "down",
                                           "reason": "optic swap", "preview": "1"})
