@@ -128,7 +128,8 @@ class EmbeddedDemo:
     def prepare(self) -> None:
         manage(self.var_dir, "migrate", "--no-input")
         manage(self.var_dir, "import_topology", "inventory/fixtures/sakuraone.yaml")
-        manage(self.var_dir, "seed_demo", "--password", self.password)
+        # One argument: a random password may start with "-".
+        manage(self.var_dir, "seed_demo", f"--password={self.password}")
 
     def start(self, timeout: float = 90) -> None:
         environment = embedded_environment(self.var_dir)
