@@ -39,8 +39,8 @@ browser:
 
 demo: install
 	$(PYTHON) manage.py migrate --no-input
-	$(PYTHON) manage.py seed_demo
 	$(PYTHON) manage.py import_topology inventory/fixtures/sakuraone.yaml
+	$(PYTHON) manage.py seed_demo
 	scripts/demo-run $(HOST) $(PORT)
 
 lint: install-test

@@ -570,10 +570,13 @@ def transition_ticket(
         ticket = FaultTicket.objects.select_for_update().get(pk=ticket.pk)
         allowed = allowed_targets(ticket.status)
         if to_status not in allowed:
-            names = ", ".join(allowed) or "none (the ticket is closed)"
+            # People read this (the page shows it): labels, not enum values; `allowed` keeps the
+            # values for API clients.
+            names = ", ".join(Status(value).label for value in allowed) or (
+                "none (the ticket is closed)")
             raise Conflict(
-                {"to_status": [f"{ticket.reference} is {ticket.status}: cannot go to "
-                               f"{to_status}. Allowed: {names}."]},
+                {"to_status": [f"{ticket.reference} is {ticket.get_status_display()}: cannot "
+                               f"go to {Status(to_status).label}. Allowed: {names}."]},
                 allowed=list(allowed),
             )
         before = snapshot(ticket)
@@ -639,7 +642,7 @@ def _apply_transition_fields(ticket, to_status, **values) -> list[str]:
         allowed = SUBTYPES.get(ticket.category, ())
         if subtype and subtype not in allowed:
             errors["subtype"] = [
-                f"{subtype!r} is not a subtype of {ticket.category}; use one of "
+                f"{subtype!r} is not a subtype of {ticket.get_category_display()}; use one of "
                 f"{', '.join(allowed) or '(none)'}."
             ]
         else:
@@ -655,7 +658,7 @@ def _apply_transition_fields(ticket, to_status, **values) -> list[str]:
             changed.append("recovery_method")
     if to_status == Status.RESOLVED and not ticket.recovery_method:
         errors.setdefault("recovery_method", []).append(
-            f"Say how it was fixed: {', '.join(RecoveryMethod.values)}."
+            f"Say how it was fixed: {', '.join(RecoveryMethod.labels)}."
         )
     for name in ("rma_part", "rma_case_number", "rma_expected_at"):
         if values[name] not in (None, ""):
@@ -676,7 +679,8 @@ def acknowledge_ticket(*, ticket: FaultTicket, actor) -> FaultTicket:
     with transaction.atomic():
         ticket = FaultTicket.objects.select_for_update().get(pk=ticket.pk)
         if ticket.status not in OPEN_STATUSES and ticket.status != Status.RESOLVED:
-            raise Conflict({"detail": f"{ticket.reference} is {ticket.status}; nothing to take."})
+            raise Conflict({"detail": f"{ticket.reference} is {ticket.get_status_display()}; "
+                                      "nothing to take."})
         now = timezone.now()
         fields = ["responder", "updated_at"]
         if ticket.acknowledged_at is None:
@@ -711,7 +715,8 @@ def reopen_ticket(*, ticket: FaultTicket, actor, note: str = "") -> FaultTicket:
     with transaction.atomic():
         ticket = FaultTicket.objects.select_for_update().get(pk=ticket.pk)
         if ticket.status not in REOPENABLE_STATUSES or ticket.resolved_at is None:
-            raise Conflict({"detail": f"{ticket.reference} is {ticket.status}; only resolved, "
+            raise Conflict({"detail": f"{ticket.reference} is {ticket.get_status_display()}; "
+                                      "only resolved, "
                                       "verified or closed tickets are reopened."})
         if timezone.now() - ticket.resolved_at > reopen_window():
             raise Conflict({"detail": f"{ticket.reference} was resolved more than "

@@ -14,9 +14,10 @@ from faults.hooks import visible_impact
 from faults.models import Category, RecoveryMethod, Source
 from faults.recovery import recovery_steps, request_recovery
 from faults.selectors import FAULT_ACTORS, FAULT_READERS
-from faults.workflow import allowed_targets
+from faults.workflow import Status, allowed_targets
 from inventory.models import GPU, Pod
 from portal.errors import Conflict, InvalidInput, ServiceError
+from portal.ordering import Ordering, SortableListMixin
 from portal.views import RoleRequiredMixin
 
 # Column headings of the statistics page's month table (the full labels are in the title).
@@ -73,7 +74,7 @@ class BoardView(RoleRequiredMixin, TemplateView):
         return context
 
 
-class TicketListView(RoleRequiredMixin, ListView):
+class TicketListView(SortableListMixin, RoleRequiredMixin, ListView):
     """Every ticket, newest first: a node's or a category's history."""
 
     template_name = "faults/ticket_list.html"
@@ -81,10 +82,16 @@ class TicketListView(RoleRequiredMixin, ListView):
     context_object_name = "tickets"
     paginate_by = 50
     filter_names = ("status", "category", "node", "pod", "component", "source", "q")
+    sort_columns = Ordering(
+        {"ticket": ("id",), "status": ("status",), "severity": ("severity",),
+         "category": ("category",), "summary": ("summary",), "detected": ("detected_at",),
+         "recovery": ("recovery_method",)},
+        default="-detected",
+    )
 
     def get_queryset(self):
         filters = {name: self.request.GET.get(name, "") for name in self.filter_names}
-        return selectors.ticket_list(user=self.request.user, filters=filters)
+        return self.sort_queryset(selectors.ticket_list(user=self.request.user, filters=filters))
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
@@ -100,6 +107,8 @@ class TicketDetailView(RoleRequiredMixin, TemplateView):
         context = super().get_context_data(**kwargs)
         ticket = _visible_ticket(self.request, kwargs["pk"])
         history = selectors.component_history(ticket)
+        context.update(self.form_values(ticket, kwargs.get("kept_operation", ""),
+                                        kwargs.get("kept") or {}))
         context.update(
             ticket=ticket,
             timeline=selectors.ticket_timeline(ticket),
@@ -115,8 +124,31 @@ class TicketDetailView(RoleRequiredMixin, TemplateView):
             reopened_as=ticket.reopened_as.all(),
             recovery_steps=recovery_steps(ticket, user=self.request.user),
             impact_at_detection=visible_impact(ticket.impact, user=self.request.user),
+            allowed_choices=[(value, Status(value).label)
+                             for value in allowed_targets(ticket.status)],
         )
         return context
+
+    @staticmethod
+    def form_values(ticket, operation: str, kept) -> dict:
+        """What the page's forms show: the ticket's values, or what was typed into the form
+        the server just refused (issue 15: a refusal must not throw the typing away)."""
+        transition = kept if operation == "transition" else {}
+        expected = ticket.rma_expected_at.isoformat() if ticket.rma_expected_at else ""
+        return {
+            "transition_values": {
+                "to_status": transition.get("to_status", ""),
+                "category": transition.get("category", ticket.category),
+                "subtype": transition.get("subtype", ticket.subtype),
+                "recovery_method": transition.get("recovery_method", ticket.recovery_method),
+                "rma_part": transition.get("rma_part", ticket.rma_part),
+                "rma_case_number": transition.get("rma_case_number", ticket.rma_case_number),
+                "rma_expected_at": transition.get("rma_expected_at", expected),
+                "note": transition.get("note", ""),
+            },
+            "note_text": kept.get("text", "") if operation == "note" else "",
+            "reopen_note": kept.get("note", "") if operation == "reopen" else "",
+        }
 
 
 class TicketActView(RoleRequiredMixin, View):
@@ -144,9 +176,15 @@ class TicketActView(RoleRequiredMixin, View):
             })
             return response
         if error:
+            # The ticket page again, with the refusal and what was typed, not a redirect that
+            # would empty the form.
             messages.error(request, error)
-        else:
-            messages.success(request, f"{ticket.reference}: {self.operation} done.")
+            page = TicketDetailView()
+            page.setup(request, pk=ticket.pk)
+            context = page.get_context_data(pk=ticket.pk, kept=request.POST,
+                                            kept_operation=self.operation)
+            return render(request, page.template_name, context, status=400)
+        messages.success(request, f"{ticket.reference}: {self.operation} done.")
         return redirect("faults:ticket", pk=ticket.pk)
 
     def perform(self, request, ticket):
@@ -262,6 +300,8 @@ class StatisticsView(RoleRequiredMixin, TemplateView):
                 for value, label in Category.choices if value != Category.UNCLASSIFIED
             ],
         }
+        chart["has_faults"] = any(chart["counts"])
+        chart["has_repairs"] = any(hours is not None for hours in chart["mttr"])
         short = [(value, label, SHORT_CATEGORY_LABELS[value])
                  for value, label in Category.choices if value in SHORT_CATEGORY_LABELS]
         context.update(stats=stats, chart=chart, month_columns=short)

@@ -467,6 +467,7 @@ def cable_list(*, user, filters: dict | None = None) -> QuerySet[Cable]:
         nodes = visible_nodes(user=user)
         cables = cables.filter(Q(a_nic__node__in=nodes) | Q(b_nic__node__in=nodes))
     known = {
+        "cable": "pk",
         "status": "status",
         "type": "type",
         "node": lambda qs, hostname: qs.filter(

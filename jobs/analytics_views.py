@@ -56,5 +56,7 @@ class JobAnalyticsView(RoleRequiredMixin, TemplateView):
                 (seconds, None if seconds is None else round(seconds / 3600, 2))
                 for seconds in row["runtime_seconds"].values()
             ]
-        context.update(stats=stats, chart=stats)
+        daily = stats["daily_submissions"]["series"]
+        context.update(stats=stats, chart=stats,
+                       daily_has_data=any(any(series["counts"]) for series in daily))
         return self.render_to_response(context)

@@ -3,9 +3,12 @@ panel and the bulk drain form (the inventory pages include those partials)."""
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit, urlunsplit
+
 from django.contrib import messages
 from django.db import transaction
-from django.http import Http404
+from django.db.models.functions import Length
+from django.http import Http404, QueryDict
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils import timezone
@@ -21,6 +24,7 @@ from jobs.templatetags.jobs_tags import NODE_ACTORS
 from portal.errors import Conflict, InvalidInput
 from portal.models import Role
 from portal.models.accounts import CLUSTER_WIDE_ROLES
+from portal.ordering import Ordering, SortableListMixin
 from portal.views import RoleRequiredMixin
 
 LIST_FILTERS = ("state", "user", "account", "partition", "size", "live", "node")
@@ -36,11 +40,19 @@ def _messages_of(error: InvalidInput | Conflict) -> str:
     return str(detail)
 
 
-class JobListView(RoleRequiredMixin, ListView):
+class JobListView(SortableListMixin, RoleRequiredMixin, ListView):
     template_name = "jobs/job_list.html"
     context_object_name = "jobs"
     paginate_by = 50
     allowed_roles = selectors.JOB_READERS
+    # Slurm job ids are numbers stored as text: shorter first sorts 999 before 1098.
+    sort_columns = Ordering(
+        {"job": (Length("job_id"), "job_id"), "name": ("name",), "user": ("user",),
+         "account": ("account",), "partition": ("partition",), "state": ("state",),
+         "nodes": ("node_count",), "gpus": ("gpus",), "submitted": ("submit_time",),
+         "exit": ("exit_code",)},
+        default="-submitted",
+    )
 
     def get_filters(self) -> dict:
         filters = {name: self.request.GET.get(name, "").strip() for name in LIST_FILTERS}
@@ -51,7 +63,8 @@ class JobListView(RoleRequiredMixin, ListView):
     def get_queryset(self):
         self.filter_error = ""
         try:
-            return selectors.job_list(user=self.request.user, filters=self.get_filters())
+            return self.sort_queryset(
+                selectors.job_list(user=self.request.user, filters=self.get_filters()))
         except InvalidInput as error:
             self.filter_error = _messages_of(error)
             return selectors.job_list(user=self.request.user).none()
@@ -125,12 +138,14 @@ class _NodeActionView(RoleRequiredMixin, View):
     verb = ""
 
     def back(self, request):
+        """To the form's page, carrying what was typed (the hostlist and the reason) in the
+        query string so the refused form comes back filled in (issue 15)."""
         target = request.POST.get("next", "")
-        if target and url_has_allowed_host_and_scheme(
+        if not (target and url_has_allowed_host_and_scheme(
             target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
-        ):
-            return redirect(target)
-        return redirect("jobs:bulk-drain")
+        )):
+            target = reverse("jobs:bulk-drain")
+        return redirect(_with_typed_input(target, request.POST, self.verb))
 
     def post(self, request):
         if request.POST.get("confirm") != "yes":
@@ -155,6 +170,16 @@ class _NodeActionView(RoleRequiredMixin, View):
 
     def request_action(self, request, nodes):
         raise NotImplementedError
+
+
+def _with_typed_input(url: str, posted, verb: str) -> str:
+    parts = urlsplit(url)
+    query = QueryDict(parts.query, mutable=True)
+    if posted.get("hostlist", "").strip():
+        query["hostlist"] = posted["hostlist"].strip()[:1000]
+    if posted.get("reason", "").strip():
+        query[f"{verb}_reason"] = posted["reason"].strip()[:1000]
+    return urlunsplit(parts._replace(query=query.urlencode()))
 
 
 class NodeDrainFormView(_NodeActionView):

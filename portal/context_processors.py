@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.urls import NoReverseMatch, reverse
+from django.urls import NoReverseMatch, resolve, reverse
 
 from portal.deployment import simulated_parts
 
@@ -21,18 +21,28 @@ NAVIGATION = [
 ]
 
 
+def may_open(url: str, role) -> bool:
+    """Whether a page's view lets `role` in: the same `allowed_roles` its RoleRequiredMixin
+    checks, read from the view itself, so the menu never leads a role to a 403."""
+    view_class = getattr(resolve(url).func, "view_class", None)
+    allowed = getattr(view_class, "allowed_roles", None)
+    return allowed is None or role in allowed
+
+
 def navigation(request):
     items = []
     current = request.path
+    user = getattr(request, "user", None)
+    role = user.role if user is not None and user.is_authenticated else None
     for label, url_name, issue in NAVIGATION:
         try:
             url = reverse(url_name)
         except NoReverseMatch:
             url = None
+        if url and not may_open(url, role):
+            continue
         active = bool(url) and (current == url or (url != "/" and current.startswith(url)))
         items.append({"label": label, "url": url, "issue": issue, "active": active})
-    user = getattr(request, "user", None)
-    role = user.role if user is not None and user.is_authenticated else None
     return {"navigation": items, "user_role": role}
 
 

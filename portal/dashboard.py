@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from django.db.models import Count, Sum
+from django.db.models import Count
 
 from faults.models import Category, FaultTicket
 from faults.selectors import can_read_faults, ticket_list
@@ -170,9 +170,16 @@ def _running_jobs_by_node(*, user, nodes) -> dict[int, list[RunningJob]]:
 
 
 def gpus_in_use(*, user) -> int:
-    """GPUs allocated to the running jobs `user` may see. One query."""
+    """GPUs that the running jobs `user` may see hold on the nodes `user` may see: the same
+    nodes the total counts, so the figure is never "8 of 0" (a tenant's job running outside
+    its allocation). A job's GPUs are spread evenly over its nodes, as Slurm's --gpus-per-node
+    does. One query."""
     jobs = visible_jobs(user=user).filter(pk__in=running_jobs().values("pk"))
-    return jobs.aggregate(total=Sum("gpus"))["total"] or 0
+    rows = Job.nodes.through.objects.filter(job__in=jobs, node__in=visible_nodes(user=user))
+    total = 0
+    for gpus, node_count in rows.values_list("job__gpus", "job__node_count"):
+        total += (gpus or 0) // max(node_count or 1, 1)
+    return total
 
 
 def cluster_grid(*, user) -> ClusterGrid:

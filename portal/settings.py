@@ -59,7 +59,7 @@ INSTALLED_APPS = [
     "jobs",
     "faults",
     "fabric",
-    "console",  # above the domain apps: pages and endpoints that compose them
+    "console",  # above the domain apps: pages and endpoints that compose them (impact, search)
 ]
 
 MIDDLEWARE = [

@@ -35,6 +35,7 @@ urlpatterns = [
     path("fabric/", include("fabric.urls")),
     path("faults/", include("faults.urls")),
     path("telemetry/", include("telemetry.urls")),
+    path("", include("console.urls")),
     path("healthz", views.healthz, name="healthz"),
     path("readyz", views.readyz, name="readyz"),
     path("metrics", views.metrics, name="metrics"),

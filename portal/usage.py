@@ -98,6 +98,8 @@ class TenantUsage:
                 for user in self.users
             ],
             "capacity": [gpu_hours(self.capacity_seconds_by_day[day]) for day in self.days],
+            # An empty chart says "no data" instead of drawing an empty frame (issue 15).
+            "has_data": bool(self.total_used_seconds or self.total_capacity_seconds),
         }
 
 

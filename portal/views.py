@@ -18,6 +18,7 @@ from portal.health import readiness, recent_readiness
 from portal.metrics import register_portal_collector
 from portal.models import ActionStatus
 from portal.models.accounts import CLUSTER_WIDE_ROLES, Role
+from portal.ordering import Ordering, SortableListMixin
 from portal.services.actions import cancel_action
 
 ACTION_ACTORS = frozenset({Role.ADMIN, Role.OPERATOR, Role.ONCALL})
@@ -53,17 +54,23 @@ class DashboardView(RoleRequiredMixin, TemplateView):
         return context
 
 
-class ActionListView(RoleRequiredMixin, ListView):
+class ActionListView(SortableListMixin, RoleRequiredMixin, ListView):
     template_name = "portal/action_list.html"
     context_object_name = "actions"
     paginate_by = 50
+    sort_columns = Ordering(
+        {"id": ("id",), "kind": ("kind",), "target": ("target",), "status": ("status",),
+         "attempts": ("attempts",), "by": ("requested_by__username",),
+         "created": ("created_at",)},
+        default="-created",
+    )
 
     def get_queryset(self):
         actions = selectors.action_list(user=self.request.user)
         status = self.request.GET.get("status")
         if status in ActionStatus.values:
             actions = actions.filter(status=status)
-        return actions
+        return self.sort_queryset(actions)
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
@@ -107,27 +114,37 @@ class ActionCancelView(RoleRequiredMixin, View):
         return redirect("action-detail", pk=pk)
 
 
-class AuditListView(RoleRequiredMixin, ListView):
+class AuditListView(SortableListMixin, RoleRequiredMixin, ListView):
     template_name = "portal/audit_list.html"
     context_object_name = "entries"
     paginate_by = 100
     allowed_roles = frozenset({Role.ADMIN, Role.OPERATOR})
+    sort_columns = Ordering(
+        {"when": ("timestamp",), "who": ("actor__username",), "via": ("via",),
+         "operation": ("operation",), "object": ("object_type", "object_id")},
+        default="-when",
+    )
 
     def get_queryset(self):
         entries = selectors.audit_list(user=self.request.user)
         object_type = self.request.GET.get("object_type")
         if object_type:
             entries = entries.filter(object_type=object_type)
-        return entries
+        return self.sort_queryset(entries)
 
 
-class TenantListView(RoleRequiredMixin, ListView):
+class TenantListView(SortableListMixin, RoleRequiredMixin, ListView):
     template_name = "portal/tenant_list.html"
     context_object_name = "tenants"
     allowed_roles = frozenset(Role)
+    sort_columns = Ordering(
+        {"name": ("name",), "slug": ("slug",), "account": ("slurm_account",),
+         "vni": ("evpn_vni",), "users": ("user_count",)},
+        default="name",
+    )
 
     def get_queryset(self):
-        return selectors.tenant_list(user=self.request.user)
+        return self.sort_queryset(selectors.tenant_list(user=self.request.user))
 
 
 # --- operations endpoints ----------------------------------------------------------------------

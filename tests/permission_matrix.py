@@ -259,15 +259,15 @@ MATRIX: dict[str, Route] = {
         (
             post(
                 lambda w: f"/faults/{w.ticket.pk}/transition/",
-                statuses(302, 302, 302, 403, 403, 302),
+                statuses(400, 400, 400, 403, 403, 302),
             ),
         )
     ),
     "faults:note": Route(
-        (post(lambda w: f"/faults/{w.ticket.pk}/notes/", statuses(302, 302, 302, 403, 403, 302)),)
+        (post(lambda w: f"/faults/{w.ticket.pk}/notes/", statuses(400, 400, 400, 403, 403, 302)),)
     ),
     "faults:reopen": Route(
-        (post(lambda w: f"/faults/{w.ticket.pk}/reopen/", statuses(302, 302, 302, 403, 403, 302)),)
+        (post(lambda w: f"/faults/{w.ticket.pk}/reopen/", statuses(400, 400, 400, 403, 403, 302)),)
     ),
     "faults:recovery": Route(
         (post(lambda w: f"/faults/{w.ticket.pk}/recovery/", statuses(302, 302, 302, 403, 403, 302),
@@ -561,6 +561,30 @@ MATRIX.update(
                     lambda w: f"/api/telemetry/jobs/{w.other_job.job_id}/utilisation/",
                     statuses(200, 200, 200, 403, 404, 401),
                 ),
+            )
+        ),
+    }
+)
+
+
+# --- console: the jump box's search (issue 15); every role finds what it may see --------------
+MATRIX.update(
+    {
+        "console:search": Route(
+            (
+                get(
+                    lambda w: f"/search/?q={w.node.hostname}",
+                    statuses(302, 302, 302, 302, 302, 302),
+                    note="an exact hostname redirects to the node's page",
+                ),
+                get("/search/?q=matrix&list=1", PAGE_ALL),
+                get("/search/?q=x", statuses(400, 400, 400, 400, 400, 302)),
+            )
+        ),
+        "api:console:search": Route(
+            (
+                get(lambda w: f"/api/search/?q={w.node.hostname}", API_READ_ALL),
+                get("/api/search/?q=x", statuses(400, 400, 400, 400, 400, 401)),
             )
         ),
     }

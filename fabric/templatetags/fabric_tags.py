@@ -2,6 +2,9 @@
 
 from django import template
 
+from fabric.port_state import PORT_CONDITIONS, heat_cell_condition
+from fabric.port_state import port_condition as _port_condition
+
 register = template.Library()
 
 _UNITS = ("B/s", "kB/s", "MB/s", "GB/s", "TB/s")
@@ -93,3 +96,23 @@ def speed(mbps) -> str:
         return ""
     mbps = int(mbps)
     return f"{mbps}M" if mbps < 1000 else f"{mbps / 1000:g}G"
+
+
+@register.filter
+def port_condition(port) -> str:
+    """"up", "admin-down", "oper-down", "unused" or "unpolled" for a heat map cell (state and
+    faces) or an inventory port with `counters` and active cables; templates use it as a CSS
+    class `port-<condition>` and a word (`|port_condition_label`)."""
+    if hasattr(port, "faces"):
+        return heat_cell_condition(port.state, port.faces)
+    counters = getattr(port, "counters", None)
+    cabled = bool(getattr(port, "active_cables_as_a", None) or
+                  getattr(port, "active_cables_as_b", None))
+    return _port_condition(polled=counters is not None,
+                           admin_up=bool(counters and counters.admin_up),
+                           oper_up=bool(counters and counters.oper_up), cabled=cabled)
+
+
+@register.filter
+def port_condition_label(condition: str) -> str:
+    return PORT_CONDITIONS.get(condition, condition)

@@ -67,6 +67,10 @@ class ConfirmActionView(RoleRequiredMixin, TemplateView):
 
     def post(self, request, *args, **kwargs):
         subject = self.get_subject()
+        if request.POST.get("preview"):
+            # "Show what is behind": the same form again with the preview of what was checked,
+            # and nothing queued.
+            return self.render_to_response(self.get_context_data(subject=subject))
         reason = request.POST.get("reason", "")
         try:
             with transaction.atomic():

@@ -9,8 +9,10 @@ from django.views.generic import TemplateView
 from fabric import selectors
 from fabric.models import LldpFinding
 from fabric.rail_health import detect_rail_imbalance, rail_throughput_for_nodes
+from fabric.views.actions import SWITCH_ACTORS
 from inventory.selectors import nodes_behind_switch, nodes_from_hostlist
 from portal.errors import InvalidInput, NotFound
+from portal.ordering import Ordering, SortableListMixin
 from portal.views import RoleRequiredMixin
 
 
@@ -41,6 +43,7 @@ class SwitchDetailView(RoleRequiredMixin, TemplateView):
             poll=getattr(switch, "poll_state", None),
             ports=selectors.monitored_ports(user=user, switch=switch),
             nodes_behind=nodes_behind_switch(switch),
+            may_act=user.role in SWITCH_ACTORS,
         )
         return context
 
@@ -61,12 +64,17 @@ class SwitchNodesView(RoleRequiredMixin, TemplateView):
         return context
 
 
-class LldpView(RoleRequiredMixin, TemplateView):
+class LldpView(SortableListMixin, RoleRequiredMixin, TemplateView):
     template_name = "fabric/lldp.html"
+    sort_columns = Ordering(
+        {"kind": ("kind", "key"), "what": ("summary",), "first_seen": ("first_seen_at",),
+         "last_seen": ("last_seen_at",)},
+        default="kind",
+    )
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
-        findings = list(selectors.lldp_findings(user=self.request.user))
+        findings = list(self.sort_queryset(selectors.lldp_findings(user=self.request.user)))
         context["findings"] = findings
         context["counts"] = [
             (kind, label, sum(1 for f in findings if f.kind == kind))

@@ -13,6 +13,7 @@ from inventory.forms import FilterForm
 from portal.errors import InvalidInput, NotFound
 from portal.models import Role
 from portal.models.accounts import CLUSTER_WIDE_ROLES
+from portal.ordering import SortableListMixin
 from portal.views import RoleRequiredMixin
 
 ALL_ROLES = frozenset(Role)
@@ -44,7 +45,7 @@ class InventoryPageMixin(RoleRequiredMixin):
         return context
 
 
-class FilteredListView(InventoryPageMixin, TemplateView):
+class FilteredListView(SortableListMixin, InventoryPageMixin, TemplateView):
     """A list page: a GET filter form, a results region htmx swaps on change, pagination.
 
     Bad filter values render the page with the form's messages and no rows: 400 for a page
@@ -63,7 +64,7 @@ class FilteredListView(InventoryPageMixin, TemplateView):
         page = None
         if form.is_valid():
             try:
-                rows = self.rows(form.filters())
+                rows = self.sort_queryset(self.rows(form.filters()))
                 page = Paginator(rows, self.paginate_by).get_page(request.GET.get("page"))
             except InvalidInput as error:
                 for field, problems in _field_problems(error):

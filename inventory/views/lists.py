@@ -10,6 +10,7 @@ from inventory import selectors
 from inventory.forms import CableFilterForm, HardwareSearchForm, NodeFilterForm, SwitchFilterForm
 from inventory.views.base import ALL_ROLES, FilteredListView, InventoryPageMixin, is_htmx
 from portal.errors import InvalidInput
+from portal.ordering import Ordering
 
 
 class NodeListView(FilteredListView):
@@ -18,13 +19,16 @@ class NodeListView(FilteredListView):
     results_template = "inventory/_node_results.html"
     form_class = NodeFilterForm
     allowed_roles = ALL_ROLES  # a tenant admin sees their allocations' nodes only
+    sort_columns = Ordering(
+        {"hostname": ("hostname",), "pod": ("pod__name",), "rack": ("rack__name",),
+         "status": ("status",), "slurm_state": ("slurm_state",), "gpus": ("gpu_count",),
+         "model": ("model",), "serial": ("serial",)},
+        default="hostname",
+    )
 
     def rows(self, filters):
-        return (
-            selectors.node_list(user=self.request.user, filters=filters)
-            .annotate(gpu_count=Count("gpus"))
-            .order_by("hostname")
-        )  # an aggregate drops the model's default ordering
+        return selectors.node_list(user=self.request.user, filters=filters).annotate(
+            gpu_count=Count("gpus"))
 
 
 class SwitchListView(FilteredListView):
@@ -32,13 +36,16 @@ class SwitchListView(FilteredListView):
     template_name = "inventory/switch_list.html"
     results_template = "inventory/_switch_results.html"
     form_class = SwitchFilterForm
+    sort_columns = Ordering(
+        {"hostname": ("hostname",), "role": ("role",), "pod": ("pod__name",), "rail": ("rail",),
+         "status": ("status",), "model": ("model",), "nos": ("nos", "nos_version"),
+         "management": ("management_address",), "ports": ("port_count",)},
+        default="hostname",
+    )
 
     def rows(self, filters):
-        return (
-            selectors.switch_list(user=self.request.user, filters=filters)
-            .annotate(port_count=Count("ports"))
-            .order_by("hostname")
-        )
+        return selectors.switch_list(user=self.request.user, filters=filters).annotate(
+            port_count=Count("ports"))
 
 
 class CableListView(FilteredListView):
@@ -48,6 +55,11 @@ class CableListView(FilteredListView):
     form_class = CableFilterForm
     allowed_roles = ALL_ROLES  # a tenant admin sees the cables of their nodes only
     paginate_by = 100
+    sort_columns = Ordering(
+        {"id": ("id",), "type": ("type",), "length": ("length_m",), "status": ("status",),
+         "label": ("label",)},
+        default="id",
+    )
 
     def rows(self, filters):
         return selectors.cable_list(user=self.request.user, filters=filters)

@@ -20,6 +20,6 @@ urlpatterns = [
     path("fabric/", include("fabric.api.urls")),
     path("faults/", include("faults.api.urls")),
     path("telemetry/", include("telemetry.api.urls")),
-    path("impact/", include("console.api.urls")),
+    path("", include("console.api.urls")),
     *router.urls,
 ]

@@ -109,15 +109,22 @@
     const times = rows.map((r) => Date.parse(r.bucket_start) / 1000);
     const width = Math.max(320, box.clientWidth - 8);
     const gb = (v) => v / 1e9;
+    // 24-hour times in the portal's time zone, named, like every page (issue 15); uPlot's own
+    // default is the browser's zone with AM/PM.
+    const zone = box.dataset.timeZone || "UTC";
+    const zoned = (seconds) => window.uPlot.tzDate(new Date(seconds * 1000), zone);
+    const clock = window.uPlot.fmtDate("{HH}:{mm}"), stamp = window.uPlot.fmtDate("{YYYY}-{MM}-{DD} {HH}:{mm}");
+    const timeAxis = { label: `time (${zone})`, values: (u, splits) => splits.map((s) => clock(zoned(s))) };
+    const timeSeries = { label: "time", value: (u, v) => (v == null ? "—" : `${stamp(zoned(v))} ${zone}`) };
     charts.push(new window.uPlot({
-      title: "Throughput (GB/s)", width, height: 220,
-      series: [{}, { label: "in", stroke: "#2563eb", width: 1.5 }, { label: "out", stroke: "#18794a", width: 1.5, dash: [6, 3] }],
-      axes: [{}, { values: (u, vals) => vals.map((v) => v.toFixed(1)) }],
+      title: "Throughput (GB/s)", width, height: 220, tzDate: zoned,
+      series: [timeSeries, { label: "in", stroke: "#2563eb", width: 1.5 }, { label: "out", stroke: "#18794a", width: 1.5, dash: [6, 3] }],
+      axes: [timeAxis, { values: (u, vals) => vals.map((v) => v.toFixed(1)) }],
     }, [times, rows.map((r) => gb(r.in_bytes_per_second)), rows.map((r) => gb(r.out_bytes_per_second))],
     document.getElementById("chart-throughput")));
     charts.push(new window.uPlot({
-      title: "Congestion (per second)", width, height: 180,
-      series: [{}, { label: "PFC rx", stroke: "#c0262d", width: 1.5 }, { label: "PFC tx", stroke: "#a35200", width: 1.5, dash: [6, 3] },
+      title: "Congestion (per second)", width, height: 180, tzDate: zoned, axes: [timeAxis, {}],
+      series: [timeSeries, { label: "PFC rx", stroke: "#c0262d", width: 1.5 }, { label: "PFC tx", stroke: "#a35200", width: 1.5, dash: [6, 3] },
                { label: "ECN-marked", stroke: "#8a2fb8", width: 1.5, dash: [2, 2] }],
     }, [times, rows.map((r) => r.pfc_rx_per_second), rows.map((r) => r.pfc_tx_per_second), rows.map((r) => r.ecn_marked_per_second)],
     document.getElementById("chart-congestion")));

@@ -14,6 +14,7 @@
   const indicator = document.getElementById("live-indicator");
   const groups = new Set();
   const knownStatus = new Map();    // Action id -> last status seen, to move the dashboard counters
+  const knownProgress = new Map();  // Action id -> progress() of the newest event seen
   const toasted = new Set();        // "id:status": the same event may arrive through two groups
   let socket = null, state = "connecting", failures = 0;
   let everConnected = false, resyncPending = false, buffered = null;   // buffered: held during a resync
@@ -149,17 +150,28 @@
 
   const statusBadge = (status) => el("span", { class: `status status-${status}` },
     [el("span", { class: "status-icon", "aria-hidden": "true" }), String(status)]);
-  // "YYYY-MM-DD HH:MM:SS" in UTC, as the templates render it.
-  const formatTime = (iso) => (iso && !isNaN(new Date(iso)) ? new Date(iso).toISOString().slice(0, 19).replace("T", " ") : "—");
+  // "YYYY-MM-DD HH:MM:SS UTC", 24-hour with the zone, as the templates render it (TIME_ZONE).
+  const formatTime = (iso) => (iso && !isNaN(new Date(iso)) ? `${new Date(iso).toISOString().slice(0, 19).replace("T", " ")} UTC` : "—");
 
   // Briefly highlight what an event changed; re-adding the class restarts the animation.
   const flash = (node) => { node.classList.remove("live-updated"); void node.offsetWidth; node.classList.add("live-updated"); };
   function seedStatuses() {
     document.querySelectorAll("[data-action-id]").forEach((node) => {
       const cell = node.querySelector("[data-field=status]");
-      if (cell) knownStatus.set(String(node.dataset.actionId), cell.textContent.trim());
+      if (!cell) return;
+      const status = cell.textContent.trim();
+      knownStatus.set(String(node.dataset.actionId), status);
+      const tries = node.querySelector("[data-field=attempts]");
+      const attempts = parseInt(tries ? tries.textContent : "", 10) || 0;
+      knownProgress.set(String(node.dataset.actionId), progress({ status, attempts }));
     });
   }
+  // How far an Action has got: each claim adds an attempt (running), a retry puts it back in the
+  // queue with that attempt counted, and a terminal status is final. The web process and the
+  // worker publish separately, so "queued" may arrive after "succeeded" (issue 15): an event
+  // that is behind what the page already shows is stale and changes nothing.
+  const progress = (a) => 3 * (Number(a.attempts) || 0) +
+    (TERMINAL.has(a.status) ? 2 : a.status === "queued" ? 1 : 0);
 
   // Same columns as templates/portal/_action_rows.html.
   const actionRow = (a) => el("tr", { id: `action-row-${a.id}`, "data-action-id": String(a.id) }, [
@@ -266,6 +278,9 @@
   function onActionUpdated(event) {
     const a = event.detail.payload;
     if (a.id == null || !a.status) return;
+    const seen = knownProgress.get(String(a.id));
+    if (seen !== undefined && progress(a) < seen) return;   // stale: overtaken by a newer event
+    knownProgress.set(String(a.id), progress(a));
     const previous = knownStatus.get(String(a.id));
     knownStatus.set(String(a.id), a.status);
     updateRows(a);

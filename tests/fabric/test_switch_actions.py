@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
+from django.utils import timezone
 
 from fabric.services import (
     APPLY_QOS_ACTION,
@@ -327,3 +328,90 @@ def test_a_pod_wide_qos_action_holds_its_lease_longer_than_one_switch(operator_a
     handler = get_action_handler(APPLY_QOS_ACTION)
     pod_lease = handler.lease_for(Action.objects.get(pk=response.data["id"]))
     assert pod_lease == 2 * handler.lease_for(Action.objects.get(pk=single.data["id"]))
+
+
+# -- the switch's own pages carry its actions (issue 15 item 4) ----------------------------------
+
+
+def _post_form(html: str) -> str:
+    start = html.index('<form method="post" class="stack" id="confirm-form">')
+    return html[start:html.index("</form>", start)]
+
+
+def test_the_fabric_switch_page_offers_each_ports_shut_and_the_switch_actions(
+        operator_browser, inventory):
+    from django.urls import reverse
+
+    html = operator_browser.get("/fabric/switches/leaf01/").content.decode()
+    actions = html[html.index('id="actions-title"'):html.index('id="chart-title"')]
+    for name in ("fabric:port-admin", "fabric:switch-qos", "fabric:switch-save",
+                 "fabric:leaf-maintenance"):
+        assert f'href="{reverse(name, args=[inventory.leaf.pk])}"' in actions, name
+    port_admin = reverse("fabric:port-admin", args=[inventory.leaf.pk])
+    row = html[html.index('id="port-Ethernet4"'):]
+    row = row[:row.index("</tr>")]
+    assert f'href="{port_admin}?ports=Ethernet4&amp;state=down">Shut…</a>' in row
+
+
+def test_a_viewer_sees_no_switch_action_links(client, make_user, inventory):
+    client.force_login(make_user(Role.VIEWER))
+    html = client.get("/fabric/switches/leaf01/").content.decode()
+    assert "/ports/admin/" not in html and "are for administrators and operators" in html
+
+
+def test_one_confirmation_queues_the_port_picked_from_the_row(operator_browser, inventory):
+    from django.urls import reverse
+
+    url = reverse("fabric:port-admin", args=[inventory.leaf.pk])
+    page = operator_browser.get(url, {"ports": "Ethernet4", "state": "down"}).content.decode()
+    form = _post_form(page)
+    # The checked port is a field of the form that confirms, so Confirm sends it.
+    assert 'name="ports" value="Ethernet4" id="port-Ethernet4" checked' in form
+    assert 'name="ports" value="Ethernet0" id="port-Ethernet0">' in form
+    # Confirm is the form's default button (Enter presses it), the preview comes after it.
+    assert form.index(">Confirm</button>") < form.index('name="preview"')
+    # Checking another port and asking what is behind it queues nothing and keeps the reason.
+    preview = operator_browser.post(url, {"ports": ["Ethernet4", "Ethernet0"], "state": "down",
+                                          "reason": "optic swap", "preview": "1"})
+    assert preview.status_code == 200 and not Action.objects.exists()
+    assert preview.context["radius"].nodes == ("gpu001", "gpu002")
+    assert 'value="optic swap"' in preview.content.decode()
+    confirmed = operator_browser.post(url, {"ports": ["Ethernet0"], "state": "down",
+                                            "reason": "optic swap"})
+    assert confirmed.status_code == 302
+    assert Action.objects.get(kind=PORT_ADMIN_ACTION).parameters["ports"] == ["Ethernet0"]
+
+
+def test_the_inventory_switch_page_points_at_port_links_that_exist(operator_browser, inventory):
+    html = operator_browser.get("/inventory/switches/leaf01/").content.decode()
+    assert "Shut/Start…</em> link in the ports table" not in html
+    assert 'href="/fabric/switches/leaf01/#ports-title"' in html
+    assert "Shut…</a>" in operator_browser.get("/fabric/switches/leaf01/").content.decode()
+
+
+@pytest.mark.parametrize(("state", "faces", "condition"), [
+    ("U", "nic", "up"), ("X", "nic", "admin-down"), ("D", "switch", "oper-down"),
+    ("X", "", "unused"), ("D", "", "unused"), ("U", "", "up"), ("?", "nic", "unpolled"),
+])
+def test_a_shut_port_is_told_apart_from_an_unused_one(state, faces, condition):
+    from fabric.selectors import HeatCell
+    from fabric.templatetags.fabric_tags import port_condition
+
+    assert port_condition(HeatCell("Ethernet0", state, None, faces)) == condition
+
+
+def test_the_switch_page_marks_each_ports_condition(operator_browser, inventory):
+    from fabric.models import PortCounterLatest
+
+    ports = {port.name: port for port in inventory.leaf.ports.all()}
+    for name, admin_up in (("Ethernet0", False), ("Ethernet16", False), ("Ethernet4", True)):
+        PortCounterLatest.objects.create(port=ports[name], admin_up=admin_up, oper_up=False,
+                                         sampled_at=timezone.now())
+    html = operator_browser.get("/fabric/switches/leaf01/").content.decode()
+
+    def condition(name):
+        row = html[html.index(f'id="port-{name}"'):]
+        return row[row.index('data-condition="') + 16:].split('"', 1)[0]
+
+    assert [condition(name) for name in ("Ethernet0", "Ethernet16", "Ethernet4", "Ethernet12")] \
+        == ["admin-down", "unused", "oper-down", "unpolled"]

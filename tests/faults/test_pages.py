@@ -69,7 +69,7 @@ def test_acknowledge_and_transition_in_place_with_htmx(fleet, oncall_page):
     assert f'id="ticket-card-{ticket.pk}"' in card.content.decode()
     assert oncall_page.user.username in card.content.decode()
     refused = oncall_page.post(f"/faults/{ticket.pk}/transition/", {"to_status": "closed"}, **htmx)
-    assert "Allowed: triaged, false_positive" in refused.content.decode()
+    assert "Allowed: Triaged, False positive" in refused.content.decode()
     moved = oncall_page.post(
         f"/faults/{ticket.pk}/transition/", {"to_status": "triaged", "note": "XID 79 real"}, **htmx)
     assert moved.status_code == 200

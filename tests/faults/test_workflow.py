@@ -81,7 +81,7 @@ def test_api_refusal_is_409_with_the_allowed_states(db, api_as):
     )
     assert response.status_code == 409
     assert response.json()["allowed"] == ["triaged", "false_positive"]
-    assert "Allowed: triaged, false_positive" in response.json()["to_status"][0]
+    assert "Allowed: Triaged, False positive" in response.json()["to_status"][0]
     # Every error but a 400's field list says what is wrong in `detail` (the API schema).
     assert response.json()["detail"] == response.json()["to_status"][0]
 

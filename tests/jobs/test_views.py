@@ -100,7 +100,8 @@ def test_drain_form_needs_confirmation_and_a_reason(login, nodes):
     response = client.post(
         "/jobs/nodes/drain/", {"node_id": nodes[0].pk, "reason": "x", "next": back}
     )
-    assert response.status_code == 302 and response["Location"] == back
+    # Back to the form, with the typed reason to fill it in again (issue 15).
+    assert response.status_code == 302 and response["Location"] == f"{back}?drain_reason=x"
     response = client.post(
         "/jobs/nodes/drain/",
         {"node_id": nodes[0].pk, "reason": "  ", "confirm": "yes", "next": back},
@@ -168,7 +169,7 @@ def test_drain_form_ignores_a_foreign_next_url(login, nodes):
     response = login(Role.OPERATOR).post(
         "/jobs/nodes/drain/", {"hostlist": "gpu001", "reason": "x", "next": "https://evil.example/"}
     )
-    assert response["Location"] == "/jobs/nodes/bulk-drain/"
+    assert response["Location"] == "/jobs/nodes/bulk-drain/?hostlist=gpu001&drain_reason=x"
 
 
 def test_node_list_offers_a_bulk_drain_of_its_hostlist_to_responders(make_user):

@@ -114,7 +114,7 @@ def free_port_block(size: int) -> int:
 
 
 class EmbeddedDemo:
-    """`make demo` in `var_dir`: migrate, seed_demo, import_topology, then scripts/demo-run."""
+    """`make demo` in `var_dir`: migrate, import_topology, seed_demo, then scripts/demo-run."""
 
     def __init__(self, var_dir: Path, password: str):
         self.var_dir = var_dir
@@ -127,8 +127,9 @@ class EmbeddedDemo:
 
     def prepare(self) -> None:
         manage(self.var_dir, "migrate", "--no-input")
-        manage(self.var_dir, "seed_demo", "--password", self.password)
         manage(self.var_dir, "import_topology", "inventory/fixtures/sakuraone.yaml")
+        # One argument: a random password may start with "-".
+        manage(self.var_dir, "seed_demo", f"--password={self.password}")
 
     def start(self, timeout: float = 90) -> None:
         environment = embedded_environment(self.var_dir)

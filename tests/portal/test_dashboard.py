@@ -226,3 +226,14 @@ def test_the_node_page_and_the_grid_use_the_same_state_and_letter():
     for state in ("not_responding", "draining", "IDLE+DRAIN", "", "future"):
         assert slurm_state_kind(state) == grid_state(state)
     assert slurm_state_letter("not_responding") == "X"
+
+
+def test_a_tenant_admins_gpus_in_use_never_exceed_the_gpus_they_see(make_user, tenant_a):
+    """Issue 15: "GPUs in use 8 of 0": the tenant's job ran outside its allocation."""
+    allocated, elsewhere = make_nodes(1), make_nodes(2, start=10)
+    Allocation.objects.create(tenant=tenant_a, start=timezone.now() - timedelta(1)).nodes.set(
+        allocated)
+    make_job("700", elsewhere, tenant=tenant_a)  # 16 GPUs, none on the allocation
+    make_job("701", [allocated[0], elsewhere[0]], tenant=tenant_a)  # 8 of its 16 on it
+    grid = cluster_grid(user=make_user(Role.TENANT_ADMIN, tenant=tenant_a))
+    assert (grid.gpus_in_use, grid.gpu_total) == (8, 8)

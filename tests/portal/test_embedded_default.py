@@ -169,6 +169,19 @@ def test_the_demo_lives_in_its_var_dir_not_the_checkouts(embedded_demo):
     assert f"settings in {var_dir / 'fabric' / 'env'}" in embedded_demo.log()
 
 
+def test_the_demo_prints_its_logins_last(embedded_demo):
+    """Issue 15: the logins scrolled away above the import's progress; now demo-run prints them
+    once the server answers, after everything its set-up printed."""
+    deadline = time.monotonic() + 20
+    while "password: " not in embedded_demo.log() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    log = embedded_demo.log()
+    logins = log.rindex("Demo users (all share one password):")
+    assert log.index(f"settings in {embedded_demo.var_dir / 'fabric' / 'env'}") < logins
+    assert f"password: {embedded_demo.password}" in log[logins:]
+    assert "log in with one of the demo users above" in log[logins:]
+
+
 def test_the_operators_writes_answer_in_the_embedded_default(embedded_demo):
     """The matrix's writes that do change the demo (cancel, acknowledge, end the allocation,
     drain...): after the read probes above, which need the demo as it was."""

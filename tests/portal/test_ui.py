@@ -53,8 +53,22 @@ def test_dashboard_renders_for_every_role_with_navigation(browser_as, role):
     page = browser_as(role).get("/")
     assert page.status_code == 200
     html = page.content.decode()
-    for label in ("Inventory", "Jobs", "Fabric", "Faults", "Actions", "Tenants"):
-        assert f">{label}<" in html, label
+    nav = html.split('<nav class="mainnav"', 1)[1].split("</nav>", 1)[0]
+    shown = set(re.findall(r">([A-Za-z]+)</a>", nav))
+    # Each role's menu names exactly the sections it may open (issue 15): no link leads to a 403.
+    expected = {
+        Role.ADMIN: {"Dashboard", "Inventory", "Jobs", "Fabric", "Faults", "Actions", "Tenants",
+                     "Audit"},
+        Role.OPERATOR: {"Dashboard", "Inventory", "Jobs", "Fabric", "Faults", "Actions",
+                        "Tenants", "Audit"},
+        Role.ONCALL: {"Dashboard", "Inventory", "Jobs", "Fabric", "Faults", "Actions", "Tenants"},
+        Role.VIEWER: {"Dashboard", "Inventory", "Fabric", "Faults", "Actions", "Tenants"},
+        Role.TENANT_ADMIN: {"Dashboard", "Inventory", "Jobs", "Tenants"},
+    }[role]
+    assert shown == expected
+    browser = browser_as(role)
+    for href in re.findall(r'href="([^"]+)"', nav):
+        assert browser.get(href).status_code == 200, href
     assert 'id="live-indicator"' in html
     assert ('id="recent-actions"' in html) == (role != Role.TENANT_ADMIN)
 
@@ -121,6 +135,29 @@ def test_unknown_pages_are_html_404s(browser_as):
     response = browser_as(Role.VIEWER).get("/no-such-page/")
     assert response.status_code == 404
     assert b"Not found" in response.content
+    html = response.content.decode()
+    assert 'class="topbar"' in html and 'href="/"' in html  # the layout, and a way back
+
+
+def test_a_refused_page_has_the_layout_and_a_way_back(browser_as):
+    response = browser_as(Role.VIEWER).get("/audit/")
+    assert response.status_code == 403
+    html = response.content.decode()
+    assert 'class="topbar"' in html and 'id="jumpbox"' in html
+    assert "Your role does not allow this page." in html and ">Back to the dashboard<" in html
+
+
+def test_a_server_error_page_has_the_layout_without_touching_the_database(rf):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from portal.views import server_error
+
+    with CaptureQueriesContext(connection) as queries:
+        response = server_error(rf.get("/jobs/"))
+    assert response.status_code == 500 and not queries.captured_queries
+    html = response.content.decode()
+    assert 'class="topbar"' in html and 'href="/"' in html and "has been logged" in html
 
 
 def test_every_asset_the_templates_load_is_vendored_no_cdn():

@@ -1,7 +1,10 @@
 """Seed the demo: tenants and one user per role. Safe to run again."""
 
+import os
 import secrets
+from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
@@ -20,6 +23,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--password", help="Password for all demo users (default: random)")
+        parser.add_argument(
+            "--logins-file",
+            help="Also write the logins here, readable by the owner only, for scripts/demo-run "
+            "to print once the demo is up (default: VAR_DIR/demo-logins.txt)",
+        )
 
     @transaction.atomic
     def handle(self, *args, **options):
@@ -37,7 +45,16 @@ class Command(BaseCommand):
             else:
                 user.set_password(password)
                 user.save(update_fields=["password"])
-        self.stdout.write(self.style.SUCCESS("Demo users (all share one password):"))
-        for role in Role:
-            self.stdout.write(f"  demo-{role.value.replace('_', '-'):<14} role {role.value}")
-        self.stdout.write(f"  password: {password}")
+        logins = "\n".join([
+            "Demo users (all share one password):",
+            *(f"  demo-{role.value.replace('_', '-'):<14} role {role.value}" for role in Role),
+            f"  password: {password}",
+        ])
+        self.stdout.write(self.style.SUCCESS(logins))
+        # `make demo` prints 40 lines of topology import and the servers' start-up after this;
+        # scripts/demo-run prints the file again last, where nobody has to scroll for it.
+        path = Path(options["logins_file"] or settings.VAR_DIR / "demo-logins.txt")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w") as logins_file:
+            logins_file.write(logins + "\n")
