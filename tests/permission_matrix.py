@@ -270,8 +270,8 @@ MATRIX: dict[str, Route] = {
         (post(lambda w: f"/faults/{w.ticket.pk}/reopen/", statuses(400, 400, 400, 403, 403, 302)),)
     ),
     "faults:recovery": Route(
-        (post(lambda w: f"/faults/{w.ticket.pk}/recovery/", statuses(302, 302, 302, 403, 403, 302),
-              note="an empty step comes back as a message"),)
+        (post(lambda w: f"/faults/{w.ticket.pk}/recovery/", statuses(400, 400, 400, 403, 403, 302),
+              note="an empty step: the ticket page again with the refusal (400)"),)
     ),
     "api:faults:api-root": Route((get("/api/faults/", API_READ_CLUSTER),)),
     "api:faults:ticket-list": Route(

@@ -126,7 +126,7 @@ def test_an_empty_chart_says_no_data_instead_of_an_empty_frame(browser_as, tenan
     assert 'id="fault-month-chart"' not in statistics
     analytics = browser.get("/jobs/analytics/").content.decode()
     assert analytics.count("No finished jobs in this period.</p>") >= 3
-    assert "No jobs started in this period." in analytics
+    assert "No jobs submitted in this period." in analytics
     tenant = browser.get(f"/tenants/{tenant_a.slug}/").content.decode()
     assert "No GPU-hours used or allocated in this period." in tenant
     assert 'id="usage-chart"' not in tenant
