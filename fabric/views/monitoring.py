@@ -8,6 +8,7 @@ from django.views.generic import TemplateView
 
 from fabric import selectors
 from fabric.models import LldpFinding
+from fabric.overview import ROLE_FILTERS, STATES, clean_overview_filters, fabric_overview
 from fabric.rail_health import detect_rail_imbalance, rail_throughput_for_nodes
 from inventory.selectors import nodes_behind_switch, nodes_from_hostlist
 from portal.errors import InvalidInput, NotFound
@@ -15,14 +16,28 @@ from portal.views import RoleRequiredMixin
 
 
 class FabricLiveView(RoleRequiredMixin, TemplateView):
-    """Leafs per pod and spines, a cell per interface coloured and lettered by load/state."""
+    """The fabric overview: pods, spines and switches summed, problems first, filtered by pod,
+    role and state; open pages follow the polls through "fabric.overview" deltas."""
 
     template_name = "fabric/switch_list.html"
 
+    def get(self, request, *args, **kwargs):
+        try:
+            filters, errors = clean_overview_filters(request.GET), {}
+        except InvalidInput as error:
+            filters, errors = {}, error.detail
+        context = self.get_context_data(filters=filters, filter_errors=errors, **kwargs)
+        return self.render_to_response(context, status=400 if errors else 200)
+
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
-        context["heat"] = selectors.heat_map(user=self.request.user)
-        context["open_findings"] = selectors.lldp_findings(user=self.request.user).count()
+        user = self.request.user
+        context.update(
+            overview=fabric_overview(user=user, filters=context["filters"]),
+            open_findings=selectors.lldp_findings(user=user).count(),
+            roles=ROLE_FILTERS,
+            states=list(STATES.items()),
+        )
         return context
 
 

@@ -1,72 +1,116 @@
-/* Fabric monitor pages. Listens to the "fabric" websocket group through live.js
- * ("live:fabric.poll" events: {polled_at, switches: {hostname: {ok, in_bps, out_bps, mean_util,
- * ports: {"Ethernet0": "U37", ...}}}}) and draws port history with the vendored uPlot. */
+/* Fabric monitor pages, through live.js. The overview follows "fabric.overview" deltas
+ * ({polled_at, switches: {hostname: cells}, groups: {name: cells}, removed, counts}: only the rows
+ * a poll changed, as the page shows them); a switch's page re-reads its regions when a
+ * "fabric.poll" event names it; port history is drawn with the vendored uPlot. */
 (() => {
   "use strict";
 
-  const WORDS = { U: "up", D: "down", X: "shut down", "?": "not polled yet" };
+  // ---- the overview: rows change in place from "fabric.overview" deltas ----------------------
+  // Same order and names as fabric.overview.STATES / PROBLEM_STATES.
+  const RANK = ["unreachable", "down", "hot", "unpolled", "ok"];
+  const PROBLEMS = new Set(["unreachable", "down", "hot"]);
+  const rankOf = (row) => { const r = RANK.indexOf(row.dataset.state); return r < 0 ? RANK.length : r; };
 
-  // Same bands as fabric.selectors.HeatCell.level / mark.
-  const levelOf = (state, pct) => (state !== "U" || pct === null ? 0 : Math.min(5, 1 + Math.floor((pct * 5) / 100)));
-  const markOf = (state, pct) => (state === "U" && pct !== null ? String(Math.min(9, Math.floor(pct / 10))) : state);
-
-  function byteRate(value) {
-    if (value === null || value === undefined) return "—";
-    const units = ["B/s", "kB/s", "MB/s", "GB/s", "TB/s"];
-    let v = Number(value), unit = 0;
-    while (Math.abs(v) >= 1000 && unit < units.length - 1) { v /= 1000; unit += 1; }
-    return unit ? `${v.toFixed(1)} ${units[unit]}` : `${v.toFixed(0)} B/s`;
+  function flash(node) {
+    node.classList.remove("live-updated");
+    void node.offsetWidth;          // restart the flash animation
+    node.classList.add("live-updated");
   }
 
-  // ---- live heat map -----------------------------------------------------------------------------
-  function updateCell(cell, code) {
-    const state = code.charAt(0);
-    const pct = code.length > 1 ? Number(code.slice(1)) : null;
-    const level = String(levelOf(state, pct));
-    if (cell.dataset.state === state && cell.dataset.level === level && cell.textContent === markOf(state, pct)) return;
-    cell.dataset.state = state;
-    cell.dataset.level = level;
-    cell.textContent = markOf(state, pct);
-    const load = state === "U" && pct !== null ? `, ${pct}% load` : "";
-    const faces = { nic: ", host-facing", switch: ", uplink" }[cell.dataset.faces] || "";
-    cell.title = `${cell.dataset.port}: ${WORDS[state] || state}${load}${faces}`;
-    cell.classList.remove("live-updated");
-    void cell.offsetWidth;          // restart the flash animation
-    cell.classList.add("live-updated");
+  function stateBadge(state, label, error) {
+    const badge = document.createElement("span");
+    badge.className = "fabric-state";
+    badge.dataset.state = state;
+    if (error) badge.title = error;
+    badge.textContent = label;
+    return badge;
   }
 
-  function updateHeatMap(payload) {
-    Object.entries(payload.switches || {}).forEach(([hostname, summary]) => {
-      const row = document.querySelector(`.fabric-switch[data-switch="${CSS.escape(hostname)}"]`);
-      if (!row) return;
-      const reach = row.querySelector('[data-field="reach"]');
-      if (reach) {
-        const ok = Boolean(summary.ok);
-        reach.replaceChildren(status(ok ? "succeeded" : "failed", ok ? "reachable" : "unreachable"));
-        if (!ok) reach.title = summary.error || "";
+  // Write a delta's cells into a row (same cells as templates/fabric/switch_list.html).
+  function fill(row, cells) {
+    row.dataset.state = cells.state;
+    row.querySelectorAll("[data-cell]").forEach((cell) => {
+      const name = cell.dataset.cell;
+      if (name === "state_label") cell.replaceChildren(stateBadge(cells.state, cells.state_label, cells.error));
+      else if (cells[name] !== undefined) cell.textContent = cells[name];
+    });
+    flash(row);
+  }
+
+  function td(name, numeric) {
+    const cell = document.createElement("td");
+    cell.dataset.cell = name;
+    if (numeric) cell.className = "num";
+    return cell;
+  }
+
+  // A switch that now fits the page's filter (a "problems only" page and a switch going down).
+  function switchRow(hostname, cells) {
+    const row = document.createElement("tr");
+    row.dataset.switch = hostname;
+    row.dataset.group = cells.group;
+    row.dataset.role = cells.role;
+    const head = document.createElement("th");
+    head.scope = "row";
+    const link = document.createElement("a");
+    link.href = `/fabric/switches/${encodeURIComponent(hostname)}/`;
+    link.textContent = hostname;
+    head.append(link);
+    const group = document.createElement("td");
+    group.textContent = cells.group;
+    row.append(head, group, td("state_label"), td("load", true), td("traffic", true), td("pfc", true),
+               td("ecn", true), td("down", true), td("worst"));
+    return row;
+  }
+
+  function fitsFilters(root, cells) {
+    const { filterPod: pod, filterRole: role, filterState: state } = root.dataset;
+    if (pod && cells.group !== pod) return false;
+    if (role && cells.role !== role) return false;
+    if (state === "problems") return PROBLEMS.has(cells.state);
+    return !state || cells.state === state;
+  }
+
+  // Problems first: a stable sort by state keeps the server's order within a state.
+  function resort(tbody) {
+    const rows = [...tbody.querySelectorAll("tr[data-state]")];
+    const sorted = rows.map((row, index) => [rankOf(row), index, row]).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+    if (sorted.some(([, index], position) => index !== position)) tbody.append(...sorted.map(([, , row]) => row));
+  }
+
+  function applyOverview(root, payload) {
+    const switches = document.getElementById("switch-rows");
+    const groups = document.getElementById("group-rows");
+    Object.entries(payload.switches || {}).forEach(([hostname, cells]) => {
+      let row = switches.querySelector(`tr[data-switch="${CSS.escape(hostname)}"]`);
+      const fits = fitsFilters(root, cells);
+      if (row && !fits) { row.remove(); return; }
+      if (!row && !fits) return;
+      if (!row) {
+        switches.querySelectorAll(".empty-row").forEach((empty) => empty.remove());
+        row = switchRow(hostname, cells);
+        switches.append(row);
       }
-      if (!summary.ok) return;
-      const fields = { mean_util: `${Math.round((summary.mean_util || 0) * 100)}%`,
-                       in_bps: byteRate(summary.in_bps), out_bps: byteRate(summary.out_bps) };
-      Object.entries(fields).forEach(([name, text]) => {
-        const node = row.querySelector(`[data-field="${name}"]`);
-        if (node) node.textContent = text;
-      });
-      row.querySelectorAll(".port-cell[data-port]").forEach((cell) => {
-        const code = summary.ports && summary.ports[cell.dataset.port];
-        if (code) updateCell(cell, code);
+      fill(row, cells);
+    });
+    Object.entries(payload.groups || {}).forEach(([name, cells]) => {
+      const row = groups.querySelector(`tr[data-group="${CSS.escape(name)}"]`);
+      if (row) fill(row, cells);
+    });
+    (payload.removed || []).forEach((name) => {
+      document.querySelectorAll(`#switch-rows tr[data-switch="${CSS.escape(name)}"], #group-rows tr[data-group="${CSS.escape(name)}"]`)
+        .forEach((row) => row.remove());
+    });
+    Object.entries(payload.counts || {}).forEach(([state, count]) => {
+      document.querySelectorAll(`[data-state-count="${CSS.escape(state)}"]`).forEach((node) => {
+        if (node.textContent !== String(count)) { node.textContent = String(count); flash(node); }
       });
     });
-  }
-
-  function status(kind, text) {
-    const badge = document.createElement("span");
-    badge.className = `status status-${kind}`;
-    const icon = document.createElement("span");
-    icon.className = "status-icon";
-    icon.setAttribute("aria-hidden", "true");
-    badge.append(icon, text);
-    return badge;
+    resort(switches);
+    resort(groups);
+    const shown = document.getElementById("switch-count");
+    if (shown) shown.textContent = `${switches.querySelectorAll("tr[data-switch]").length} shown`;
+    root.dataset.lastPoll = String(payload.polled_at || "");
   }
 
   // ---- switch detail: refresh the live regions when our switch was polled -------------------
@@ -125,13 +169,14 @@
 
   function init() {
     const detail = document.getElementById("switch-view");
+    const overview = document.getElementById("fabric-overview");
+    if (overview) {
+      document.addEventListener("live:fabric.overview", (event) => {
+        applyOverview(overview, (event.detail && event.detail.payload) || {});
+      });
+    }
     document.addEventListener("live:fabric.poll", (event) => {
       const payload = (event.detail && event.detail.payload) || {};
-      const heatMap = document.getElementById("fabric-heatmap");
-      if (heatMap && payload.ports_omitted) {
-        clearTimeout(refreshTimer);      // too many ports for the event: re-read the page's regions
-        refreshTimer = setTimeout(refreshRegions, 300);
-      } else if (heatMap) updateHeatMap(payload);
       if (detail && payload.switches && payload.switches[detail.dataset.switch]) {
         clearTimeout(refreshTimer);
         refreshTimer = setTimeout(refreshRegions, 300);   // one fetch for a burst of events
