@@ -1,6 +1,6 @@
 """Fabric pages: render for operators and viewers, refuse tenant admins, show the overview with
-its problems first in words (not colour alone), the switch detail with its actions block, LLDP and rail health;
-the "fabric" websocket group follows the same roles."""
+its problems first in words (not colour alone), the switch detail with its actions block, LLDP
+and rail health; the "fabric" websocket group follows the same roles."""
 
 from __future__ import annotations
 
