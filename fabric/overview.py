@@ -299,13 +299,30 @@ def fabric_overview(*, user, filters: dict[str, str] | None = None) -> FabricOve
     )
 
 
+# Cells sent whole whenever a row's state changes: a page filtered by state may have to draw
+# (or drop) the row, and needs its group and role to decide.
+_STATE_CELLS = ("state", "state_label", "error")
+
+
+def _row_delta(old: dict | None, new: dict) -> dict:
+    """The cells of a row that changed: all of them for a new row or a new state (the page
+    may have to add it), else only those whose text differs."""
+    if old is None or any(old.get(name) != new.get(name) for name in _STATE_CELLS):
+        return new
+    return {name: value for name, value in new.items() if old.get(name) != value}
+
+
 def overview_delta(before: dict, after: dict) -> dict:
-    """What changed between two `FabricOverview.event_cells()`: the switch and group rows whose
-    shown text differs (or that are new), the names of rows gone, and the state counts."""
+    """What changed between two `FabricOverview.event_cells()`: per switch and group row the
+    cells whose shown text differs (whole rows when new or changing state), the names of rows
+    gone, and the state counts. A poll that changes nothing on screen sends empty maps."""
     delta: dict = {"switches": {}, "groups": {}, "removed": []}
     for kind in ("switches", "groups"):
         old, new = before.get(kind, {}), after.get(kind, {})
-        delta[kind] = {name: cells for name, cells in new.items() if old.get(name) != cells}
+        for name, cells in new.items():
+            changed = _row_delta(old.get(name), cells)
+            if changed:
+                delta[kind][name] = changed
         delta["removed"] += [name for name in old if name not in new]
     if before.get("counts") != after.get("counts"):
         delta["counts"] = after.get("counts", {})

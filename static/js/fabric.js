@@ -26,13 +26,15 @@
     return badge;
   }
 
-  // Write a delta's cells into a row (same cells as templates/fabric/switch_list.html).
+  // Write a delta's cells into a row (same cells as templates/fabric/switch_list.html); a delta
+  // carries only the cells that changed, and all of them when the state did.
   function fill(row, cells) {
-    row.dataset.state = cells.state;
+    if (cells.state !== undefined) row.dataset.state = cells.state;
     row.querySelectorAll("[data-cell]").forEach((cell) => {
       const name = cell.dataset.cell;
-      if (name === "state_label") cell.replaceChildren(stateBadge(cells.state, cells.state_label, cells.error));
-      else if (cells[name] !== undefined) cell.textContent = cells[name];
+      if (name === "state_label") {
+        if (cells.state_label !== undefined) cell.replaceChildren(stateBadge(cells.state, cells.state_label, cells.error));
+      } else if (cells[name] !== undefined) cell.textContent = cells[name];
     });
     flash(row);
   }
@@ -83,6 +85,10 @@
     const groups = document.getElementById("group-rows");
     Object.entries(payload.switches || {}).forEach(([hostname, cells]) => {
       let row = switches.querySelector(`tr[data-switch="${CSS.escape(hostname)}"]`);
+      if (cells.state === undefined) {   // same state: the row stays where it is, if shown
+        if (row) fill(row, cells);
+        return;
+      }
       const fits = fitsFilters(root, cells);
       if (row && !fits) { row.remove(); return; }
       if (!row && !fits) return;

@@ -100,16 +100,18 @@ def test_filters_narrow_the_rows_and_name_a_bad_value(troubled, make_user):
     assert 'data-live-groups="fabric.overview"' in page.text
 
 
-def test_overview_delta_carries_only_changed_rows():
-    row = {"state": "ok", "load": "3% / 9%"}
-    before = {"switches": {"a": row, "b": row}, "groups": {"p1": row}, "counts": {"ok": 2}}
-    after = {"switches": {"a": row, "b": {**row, "load": "4% / 9%"}, "c": row},
-             "groups": {"p1": row}, "counts": {"ok": 3}}
+def test_overview_delta_carries_only_changed_cells():
+    row = {"state": "ok", "state_label": "ok", "error": "", "load": "3% / 9%", "group": "p1"}
+    down = {**row, "state": "down", "state_label": "ports down"}
+    before = {"switches": {"a": row, "b": row, "d": row}, "groups": {"p1": row},
+              "counts": {"ok": 3}}
+    after = {"switches": {"a": row, "b": {**row, "load": "4% / 9%"}, "c": row, "d": down},
+             "groups": {"p1": row}, "counts": {"ok": 3, "down": 1}}
     assert overview_delta(before, after) == {
-        "switches": {"b": {"state": "ok", "load": "4% / 9%"}, "c": row},
+        "switches": {"b": {"load": "4% / 9%"}, "c": row, "d": down},  # new and state: whole
         "groups": {},
         "removed": [],
-        "counts": {"ok": 3},
+        "counts": {"ok": 3, "down": 1},
     }
     assert overview_delta(after, before)["removed"] == ["c"]
 
