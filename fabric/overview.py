@@ -52,12 +52,13 @@ class SwitchRow:
     rail: int | None
     state: str
     error: str = ""
-    mean_load: float | None = None  # 0..1 over up ports; None before the first poll
+    # None while unknown (never polled, or unreachable now): shown as "—", never as zero.
+    mean_load: float | None = None  # 0..1 over up ports
     max_load: float | None = None
-    in_bytes_per_second: float = 0.0
-    out_bytes_per_second: float = 0.0
-    pfc_per_second: float = 0.0
-    ecn_per_second: float = 0.0
+    in_bytes_per_second: float | None = None
+    out_bytes_per_second: float | None = None
+    pfc_per_second: float | None = None
+    ecn_per_second: float | None = None
     ports_up: int = 0
     ports_down: int = 0
     worst_port: str = ""
@@ -73,7 +74,7 @@ class SwitchRow:
 
     def sort_key(self) -> tuple:
         return (_rank(self.state), -self.ports_down, -(self.max_load or 0.0),
-                -self.pfc_per_second, natural_key(self.hostname))
+                -(self.pfc_per_second or 0.0), natural_key(self.hostname))
 
     def cells(self) -> dict[str, str]:
         """The row as the page shows it; the live delta carries exactly these strings, so a
@@ -84,11 +85,10 @@ class SwitchRow:
             "state": self.state,
             "state_label": self.state_label,
             "load": _load_text(self.mean_load, self.max_load),
-            "traffic": f"{byte_rate(self.in_bytes_per_second)} / "
-                       f"{byte_rate(self.out_bytes_per_second)}",
+            "traffic": _traffic_text(self.in_bytes_per_second, self.out_bytes_per_second),
             "pfc": event_rate(self.pfc_per_second),
             "ecn": event_rate(self.ecn_per_second),
-            "down": str(self.ports_down),
+            "down": str(self.ports_down) if self.mean_load is not None else "—",
             "worst": f"{self.worst_port} {self.worst_port_detail}".strip() or "—",
             "error": self.error[:200],
         }
@@ -127,6 +127,11 @@ class GroupRow:
     def worst(self) -> SwitchRow | None:
         return min(self.switches, key=SwitchRow.sort_key, default=None)
 
+    def _known_sum(self, name: str) -> float | None:
+        """The sum over the switches whose value is known; None when none is (not a zero)."""
+        known = [getattr(row, name) for row in self.switches if getattr(row, name) is not None]
+        return sum(known) if known else None
+
     def sort_key(self) -> tuple:
         return (_rank(self.state), -self.problems, -self.ports_down, -(self.max_load or 0.0),
                 natural_key(self.name))
@@ -142,11 +147,11 @@ class GroupRow:
             "switches": str(len(self.switches)),
             "problems": str(self.problems),
             "load": _load_text(self.mean_load, self.max_load),
-            "traffic": f"{byte_rate(sum(r.in_bytes_per_second for r in self.switches))} / "
-                       f"{byte_rate(sum(r.out_bytes_per_second for r in self.switches))}",
-            "pfc": event_rate(sum(row.pfc_per_second for row in self.switches)),
-            "ecn": event_rate(sum(row.ecn_per_second for row in self.switches)),
-            "down": str(self.ports_down),
+            "traffic": _traffic_text(self._known_sum("in_bytes_per_second"),
+                                     self._known_sum("out_bytes_per_second")),
+            "pfc": event_rate(self._known_sum("pfc_per_second")),
+            "ecn": event_rate(self._known_sum("ecn_per_second")),
+            "down": str(self.ports_down) if self.mean_load is not None else "—",
             "worst": worst_text,
         }
 
@@ -166,6 +171,10 @@ class FabricOverview:
             "groups": {group.name: group.cells() for group in self.groups},
             "counts": dict(self.state_counts),
         }
+
+
+def _traffic_text(into: float | None, out: float | None) -> str:
+    return "—" if into is None else f"{byte_rate(into)} / {byte_rate(out)}"
 
 
 def _load_text(mean: float | None, peak: float | None) -> str:

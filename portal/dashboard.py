@@ -8,6 +8,7 @@ fixed number of queries, whatever the cluster's size.
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
@@ -33,6 +34,7 @@ GRID_STATES = {
     "down": "X",
     "unknown": "?",
 }
+_TRAILING_DIGITS = re.compile(r"\d+$")
 # What the "problems only" view keeps (besides any node with an open fault ticket).
 PROBLEM_STATES = frozenset({"draining", "drained", "down"})
 # Slurm's words (SlurmNodeState.display_state) that the grid shows as one of its states.
@@ -81,6 +83,13 @@ class GridCell:
     @property
     def jobs_text(self) -> str:
         return ", ".join(str(job) for job in self.jobs)
+
+    @property
+    def short_name(self) -> str:
+        """What the cell shows: the hostname's trailing number (042 of gpu042, 1999 of
+        gpu1999), or its last three characters when it ends in none."""
+        digits = _TRAILING_DIGITS.search(self.hostname)
+        return digits.group(0) if digits else self.hostname[-3:]
 
     @property
     def is_problem(self) -> bool:
