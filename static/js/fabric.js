@@ -5,6 +5,94 @@
 (() => {
   "use strict";
 
+  const WORDS = { U: "up", D: "down", X: "shut down", "?": "not polled yet" };
+
+  // Same bands as fabric.selectors.HeatCell.level / mark.
+  const levelOf = (state, pct) => (state !== "U" || pct === null ? 0 : Math.min(5, 1 + Math.floor((pct * 5) / 100)));
+  const markOf = (state, pct) => (state === "U" && pct !== null ? String(Math.min(9, Math.floor(pct / 10))) : state);
+
+  function byteRate(value) {
+    if (value === null || value === undefined) return "—";
+    const units = ["B/s", "kB/s", "MB/s", "GB/s", "TB/s"];
+    let v = Number(value), unit = 0;
+    while (Math.abs(v) >= 1000 && unit < units.length - 1) { v /= 1000; unit += 1; }
+    return unit ? `${v.toFixed(1)} ${units[unit]}` : `${v.toFixed(0)} B/s`;
+  }
+
+  // ---- port cells of the few switches shown (a pod, the spines): "fabric.poll" events --------
+  function updateCell(cell, code) {
+    const state = code.charAt(0);
+    const pct = code.length > 1 ? Number(code.slice(1)) : null;
+    const level = String(levelOf(state, pct));
+    if (cell.dataset.state === state && cell.dataset.level === level && cell.textContent === markOf(state, pct)) return;
+    cell.dataset.state = state;
+    cell.dataset.level = level;
+    cell.textContent = markOf(state, pct);
+    const load = state === "U" && pct !== null ? `, ${pct}% load` : "";
+    const faces = { nic: ", host-facing", switch: ", uplink" }[cell.dataset.faces] || "";
+    cell.title = `${cell.dataset.port}: ${WORDS[state] || state}${load}${faces}`;
+    cell.classList.remove("live-updated");
+    void cell.offsetWidth;          // restart the flash animation
+    cell.classList.add("live-updated");
+  }
+
+  function updateHeatMap(payload) {
+    Object.entries(payload.switches || {}).forEach(([hostname, summary]) => {
+      const row = document.querySelector(`.fabric-switch[data-switch="${CSS.escape(hostname)}"]`);
+      if (!row) return;
+      const reach = row.querySelector('[data-field="reach"]');
+      if (reach) {
+        const ok = Boolean(summary.ok);
+        reach.replaceChildren(status(ok ? "succeeded" : "failed", ok ? "reachable" : "unreachable"));
+        if (!ok) reach.title = summary.error || "";
+      }
+      if (!summary.ok) return;
+      const fields = { mean_util: `${Math.round((summary.mean_util || 0) * 100)}%`,
+                       in_bps: byteRate(summary.in_bps), out_bps: byteRate(summary.out_bps) };
+      Object.entries(fields).forEach(([name, text]) => {
+        const node = row.querySelector(`[data-field="${name}"]`);
+        if (node) node.textContent = text;
+      });
+      row.querySelectorAll(".port-cell[data-port]").forEach((cell) => {
+        const code = summary.ports && summary.ports[cell.dataset.port];
+        if (code) updateCell(cell, code);
+      });
+    });
+  }
+
+  function status(kind, text) {
+    const badge = document.createElement("span");
+    badge.className = `status status-${kind}`;
+    const icon = document.createElement("span");
+    icon.className = "status-icon";
+    icon.setAttribute("aria-hidden", "true");
+    badge.append(icon, text);
+    return badge;
+  }
+
+  // A poll on a large fabric sends no ports: re-read the cells of the switches it names (one
+  // small fragment each; the overview shows cells for a few switches only).
+  async function refreshStrips(hostnames) {
+    for (const hostname of hostnames) {
+      const old = document.querySelector(`#fabric-heatmap .fabric-switch[data-switch="${CSS.escape(hostname)}"]`);
+      if (!old) continue;
+      try {
+        const res = await fetch(`/fabric/switches/${encodeURIComponent(hostname)}/ports/`,
+                                { credentials: "same-origin", cache: "no-store" });
+        if (!res.ok) continue;
+        const doc = new DOMParser().parseFromString(await res.text(), "text/html");
+        const fresh = doc.querySelector(".fabric-switch");
+        if (fresh) {
+          const copy = document.importNode(fresh, true);
+          old.replaceWith(copy);
+          if (window.htmx) window.htmx.process(copy);
+        }
+      } catch (err) {
+        console.warn("fabric: port cells refresh failed", err);
+      }
+    }
+  }
+
   // ---- the overview: rows change in place from "fabric.overview" deltas ----------------------
   // Same order and names as fabric.overview.STATES / PROBLEM_STATES.
   const RANK = ["unreachable", "down", "hot", "unpolled", "ok"];
@@ -183,6 +271,9 @@
     }
     document.addEventListener("live:fabric.poll", (event) => {
       const payload = (event.detail && event.detail.payload) || {};
+      const heatMap = document.getElementById("fabric-heatmap");
+      if (heatMap && payload.ports_omitted) refreshStrips(Object.keys(payload.switches || {}));
+      else if (heatMap) updateHeatMap(payload);
       if (detail && payload.switches && payload.switches[detail.dataset.switch]) {
         clearTimeout(refreshTimer);
         refreshTimer = setTimeout(refreshRegions, 300);   // one fetch for a burst of events
