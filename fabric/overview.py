@@ -34,6 +34,10 @@ STATES = {
     "ok": "ok",
 }
 PROBLEM_STATES = frozenset({"unreachable", "down", "hot"})
+# The switch table lists at most this many rows, problems first (scale 20 has 330 switches;
+# scale 125 has 2,010, which would be a 1.2 MB page): the rest are counted, and a pod, role or
+# state filter lists them.
+SWITCH_ROWS_MAX = 340
 STATE_FILTERS = (*STATES, "problems")
 ROLE_FILTERS = tuple(Switch.Role.values)
 SPINES_GROUP = "spines"
@@ -159,10 +163,11 @@ class GroupRow:
 @dataclass
 class FabricOverview:
     groups: list[GroupRow]  # problems first
-    switches: list[SwitchRow]  # the filtered switches, problems first
+    switches: list[SwitchRow]  # the filtered switches, problems first, at most SWITCH_ROWS_MAX
     total_switches: int
     state_counts: dict[str, int]
     pods: list[str]  # every pod with leafs, in natural order (the filter's choices)
+    switches_not_listed: int = 0  # filtered in but past SWITCH_ROWS_MAX
 
     def event_cells(self) -> dict:
         """Every row's cells, keyed as the delta keys them."""
@@ -269,7 +274,8 @@ def clean_overview_filters(params) -> dict[str, str]:
     return {name: value for name, value in filters.items() if value}
 
 
-def fabric_overview(*, user, filters: dict[str, str] | None = None) -> FabricOverview:
+def fabric_overview(*, user, filters: dict[str, str] | None = None,
+                    row_limit: int | None = SWITCH_ROWS_MAX) -> FabricOverview:
     """Per switch and per group aggregates, problems first; `filters` (clean_overview_filters)
     narrow the switch rows, and the groups to those with a switch left. Cluster-wide roles only,
     as every fabric read (switch_list returns nothing to anyone else)."""
@@ -298,13 +304,15 @@ def fabric_overview(*, user, filters: dict[str, str] | None = None) -> FabricOve
     for row in rows:  # groups sum every switch of theirs, whatever the row filter keeps
         groups.setdefault(row.group, GroupRow(row.group)).switches.append(row)
     shown_groups = {row.group for row in shown}
+    listed = shown if row_limit is None else shown[:row_limit]
     return FabricOverview(
         groups=sorted((g for g in groups.values() if g.name in shown_groups),
                       key=GroupRow.sort_key),
-        switches=shown,
+        switches=listed,
         total_switches=len(rows),
         state_counts=state_counts,
         pods=pods,
+        switches_not_listed=len(shown) - len(listed),
     )
 
 
@@ -341,7 +349,7 @@ def overview_delta(before: dict, after: dict) -> dict:
 def unscoped_overview_cells() -> dict:
     """Every row's cells for the poll's delta: the fabric is the same for every role allowed to
     see it, so one computation serves every subscriber of the "fabric" groups."""
-    return fabric_overview(user=_FabricReader()).event_cells()
+    return fabric_overview(user=_FabricReader(), row_limit=None).event_cells()
 
 
 class _FabricReader:

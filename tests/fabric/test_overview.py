@@ -86,6 +86,9 @@ def test_filters_narrow_the_rows_and_name_a_bad_value(troubled, make_user):
     assert hostnames(state="problems") == ["spine-2", "leaf-p1-r2", "leaf-p2-r1"]
     assert len(hostnames(pod="p2")) == 8 and hostnames(pod="p2")[0] == "leaf-p2-r1"
     assert hostnames(role="spine", state="unreachable") == ["spine-2"]
+    capped = fabric_overview(user=operator, row_limit=5)
+    assert [row.hostname for row in capped.switches][:3] == hostnames(state="problems")
+    assert len(capped.switches) == 5 and capped.switches_not_listed == 21
     assert fabric_overview(user=make_user(Role.TENANT_ADMIN)).switches == []
     with pytest.raises(InvalidInput) as error:
         clean_overview_filters({"state": "melting", "role": "router"})
