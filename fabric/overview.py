@@ -217,6 +217,8 @@ def _hottest_ports(switch_ids: list[int]) -> dict[int, tuple[str, float]]:
 def _first_ports_down(switch_ids: list[int]) -> dict[int, str]:
     """Switch id -> the first (lowest index) port enabled but without link. One query."""
     first: dict[int, str] = {}
+    if not switch_ids:
+        return first
     for switch_id, name in PortCounterLatest.objects.filter(
         port__switch_id__in=switch_ids, admin_up=True, oper_up=False
     ).values_list("port__switch_id", "port__name").order_by("port__switch_id", "port__index"):
@@ -282,7 +284,10 @@ def fabric_overview(*, user, filters: dict[str, str] | None = None,
     filters = filters or {}
     switches = list(switch_list(user=user).select_related("poll_state"))
     ids = [switch.pk for switch in switches]
-    hottest, first_down = _hottest_ports(ids), _first_ports_down(ids)
+    # Only switches whose last poll counted a port down have one to name: a handful, not 330.
+    with_ports_down = [switch.pk for switch in switches
+                       if getattr(switch, "poll_state", None) and switch.poll_state.ports_down]
+    hottest, first_down = _hottest_ports(ids), _first_ports_down(with_ports_down)
     rows = [_switch_row(switch, hottest, first_down) for switch in switches]
     state_counts = {state: 0 for state in STATES}
     for row in rows:
