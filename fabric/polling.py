@@ -38,6 +38,7 @@ from fabric.hooks import (
     notify_fabric_signals,
 )
 from fabric.models import PortCounterHistory, PortCounterLatest, SwitchPollState
+from fabric.overview import overview_delta, unscoped_overview_cells
 from fabric.targets import SwitchNotAddressable, switch_target
 from inventory.models import Switch, SwitchPort
 from portal.realtime import publish
@@ -48,6 +49,7 @@ COUNTER_WRAP = 2**64  # SAI counters are unsigned 64-bit
 # One lost poll is noise (a busy switch CPU); this many in a row is a switch gone.
 DEFAULT_UNREACHABLE_AFTER_FAILURES = 2
 FABRIC_GROUP = "fabric"
+OVERVIEW_GROUP = "fabric.overview"
 
 
 def poll_target(switch: Switch) -> SwitchTarget:
@@ -242,6 +244,7 @@ def poll_fabric(
     read_seconds = time.monotonic() - started
     result = PollResult(polled_at=polled_at, switches=len(switches), read_seconds=read_seconds)
     with transaction.atomic():
+        overview_before = unscoped_overview_cells()
         summaries = store_readings(switches, readings, polled_at, result)
         # Prune against the switches' clock: samples carry the time the switch reported.
         newest = max((r.snapshot.taken_at for r in readings if r.snapshot), default=polled_at)
@@ -259,6 +262,14 @@ def poll_fabric(
                 "switches": summaries,
                 "ports_omitted": result.ports > settings.FABRIC_EVENT_MAX_PORTS,
             },
+        )
+        # The overview page's rows that this poll changed, so open pages update in place
+        # whatever the fabric's size (fabric.overview).
+        publish(
+            OVERVIEW_GROUP,
+            "fabric.overview",
+            {"polled_at": polled_at,
+             **overview_delta(overview_before, unscoped_overview_cells())},
         )
     result.seconds = time.monotonic() - started
     return result

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from fabric.models import LldpFinding, PortCounterHistory, PortCounterLatest
@@ -137,10 +137,16 @@ class RailAggregate:
         return asdict(self)
 
 
-def _port_far_ends() -> dict[int, str]:
-    """Port id -> "nic" or "switch": what each cabled switch port faces (one query)."""
+def _port_far_ends(switch_ids: list[int] | None = None) -> dict[int, str]:
+    """Port id -> "nic" or "switch": what each cabled switch port faces (one query), for every
+    switch or those in `switch_ids`."""
     far: dict[int, str] = {}
-    for a_port, b_port, a_nic, b_nic in active_cables().values_list(
+    cables = active_cables()
+    if switch_ids is not None:
+        cables = cables.filter(
+            Q(a_port__switch_id__in=switch_ids) | Q(b_port__switch_id__in=switch_ids)
+        )
+    for a_port, b_port, a_nic, b_nic in cables.values_list(
         "a_port_id", "b_port_id", "a_nic_id", "b_nic_id"
     ):
         if a_port:
@@ -257,11 +263,20 @@ class HeatMap:
     spines: list[HeatSwitch]
     others: list[HeatSwitch]
 
+    def entries(self) -> list[HeatSwitch]:
+        """Every switch of the map: leafs pod by pod, spines, others."""
+        leafs = [entry for entries in self.pods.values() for entry in entries]
+        return [*leafs, *self.spines, *self.others]
 
-def heat_map(*, user) -> HeatMap:
-    """Leafs by pod, spines, and other switches, each with a cell per interface (4 queries)."""
-    switches = list(monitored_switches(user=user))
-    far = _port_far_ends()
+
+def heat_map(*, user, hostnames: list[str] | None = None) -> HeatMap:
+    """Leafs by pod, spines, and other switches (all, or those named), each with a cell per
+    interface (4 queries)."""
+    switches = monitored_switches(user=user)
+    if hostnames is not None:
+        switches = switches.filter(hostname__in=hostnames)
+    switches = list(switches)
+    far = _port_far_ends(None if hostnames is None else [switch.pk for switch in switches])
     ports = (
         SwitchPort.objects.filter(switch__in=switches, breakout_mode="")
         .select_related("counters")

@@ -9,6 +9,7 @@ from inventory.hostlist import expand_hostlist
 from inventory.models import Cable, CableStatus, LifecycleStatus, Node, Pod, Rack, Switch
 from inventory.validation import RULES
 from portal.errors import InvalidInput
+from portal.natural_sort import natural_sorted
 
 
 def _blank_first(choices, label: str = "any") -> list[tuple[str, str]]:
@@ -16,7 +17,8 @@ def _blank_first(choices, label: str = "any") -> list[tuple[str, str]]:
 
 
 def _pod_choices():
-    return _blank_first((name, name) for name in Pod.objects.values_list("name", flat=True))
+    names = natural_sorted(Pod.objects.values_list("name", flat=True))  # p2 before p10
+    return _blank_first((name, name) for name in names)
 
 
 class FilterForm(forms.Form):

@@ -10,7 +10,6 @@ the fabric in at most four queries whatever the fleet's size.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any, NamedTuple
 
@@ -31,6 +30,7 @@ from inventory.models import (
 from portal.errors import InvalidInput, NotFound
 from portal.models import Role
 from portal.models.accounts import CLUSTER_WIDE_ROLES, TENANT_DATA_ROLES
+from portal.natural_sort import natural_key
 
 # -- visibility ------------------------------------------------------------------------------
 
@@ -258,14 +258,14 @@ def fabric_summary() -> FabricSummary:
     hostnames_by_pod: dict[str, list[str]] = {}
     for hostname, pod in Node.objects.values_list("hostname", "pod__name").order_by("hostname"):
         hostnames_by_pod.setdefault(pod or "no pod", []).append(hostname)
-    # Pods in natural order (p2 before p10), as everywhere pods are listed.
-    leafs_by_pod = {pod: leafs_by_pod[pod] for pod in sorted(leafs_by_pod, key=natural_sort_key)}
+    # The database orders pod names as text (p1, p10, p2): the pages list p2 before p10.
+    leafs_by_pod = dict(sorted(leafs_by_pod.items(), key=lambda item: natural_key(item[0])))
     return FabricSummary(leafs_by_pod, spines, links, nodes_per_leaf, hostnames_by_pod)
 
 
 def natural_sort_key(name: str) -> tuple:
-    """spine-2 before spine-10, mlx5_2 before mlx5_11."""
-    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name))
+    """spine-2 before spine-10, mlx5_2 before mlx5_11 (the portal's one natural order)."""
+    return natural_key(name)
 
 
 def active_cables() -> QuerySet[Cable]:

@@ -8,6 +8,7 @@ fixed number of queries, whatever the cluster's size.
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
@@ -20,6 +21,8 @@ from inventory.models import GPU
 from inventory.selectors import visible_nodes
 from jobs.models import Job
 from jobs.selectors import JOB_READERS, running_jobs, visible_jobs
+from portal.errors import InvalidInput
+from portal.natural_sort import natural_key
 
 # The grid's states, in legend order, with the letter each cell shows (colour is never alone).
 GRID_STATES = {
@@ -31,6 +34,9 @@ GRID_STATES = {
     "down": "X",
     "unknown": "?",
 }
+_TRAILING_DIGITS = re.compile(r"\d+$")
+# What the "problems only" view keeps (besides any node with an open fault ticket).
+PROBLEM_STATES = frozenset({"draining", "drained", "down"})
 # Slurm's words (SlurmNodeState.display_state) that the grid shows as one of its states.
 _STATE_ALIASES = {"not_responding": "down", "completing": "allocated", "": "unknown"}
 
@@ -79,6 +85,18 @@ class GridCell:
         return ", ".join(str(job) for job in self.jobs)
 
     @property
+    def short_name(self) -> str:
+        """What the cell shows: the hostname's trailing number (042 of gpu042, 1999 of
+        gpu1999), or its last three characters when it ends in none."""
+        digits = _TRAILING_DIGITS.search(self.hostname)
+        return digits.group(0) if digits else self.hostname[-3:]
+
+    @property
+    def is_problem(self) -> bool:
+        """Drained, draining, down, or with an open fault ticket: what "problems only" keeps."""
+        return self.state in PROBLEM_STATES or self.open_faults > 0
+
+    @property
     def label(self) -> str:
         """The hover text and accessible name; static/js/cluster.js builds the same string."""
         parts = [f"{self.hostname}: {self.slurm_state}"]
@@ -107,6 +125,10 @@ class GridPod:
     def node_count(self) -> int:
         return sum(len(rack.cells) for rack in self.racks)
 
+    @property
+    def problem_count(self) -> int:
+        return sum(cell.is_problem for rack in self.racks for cell in rack.cells)
+
 
 @dataclass
 class ClusterGrid:
@@ -118,6 +140,10 @@ class ClusterGrid:
     gpus_in_use: int | None = 0
     # None: the user may not see fault tickets (the page shows no fault information at all).
     faults_by_category: list[tuple[str, str, int]] | None = None
+    # Every pod the user may see, in natural order, whatever `pods` was narrowed to.
+    pod_names: list[str] = field(default_factory=list)
+    pod: str = ""  # the pod the grid was narrowed to, if any
+    problems_only: bool = False
 
     @property
     def open_fault_total(self) -> int:
@@ -182,17 +208,41 @@ def gpus_in_use(*, user) -> int:
     return total
 
 
-def cluster_grid(*, user) -> ClusterGrid:
-    """Every node the user may see, grouped by pod and rack, with its open fault tickets and
-    running jobs, and the summary counts: seven queries whatever the size (fewer for a tenant
-    admin, who gets no fault information, and a viewer, who gets no jobs)."""
-    nodes = (
+def clean_grid_filters(params) -> dict:
+    """`pod` and `view` ("problems") from a query string, as cluster_grid's arguments; a bad
+    value names its field (cluster_grid names a pod that does not exist)."""
+    pod = (params.get("pod") or "").strip()
+    view = (params.get("view") or "").strip()
+    errors = {}
+    if len(pod) > 100:
+        errors["pod"] = ["at most 100 characters"]
+    if view not in ("", "problems"):
+        errors["view"] = [f"unknown view {view[:100]!r} (known: problems)"]
+    if errors:
+        raise InvalidInput(errors)
+    return {"pod": pod, "problems_only": view == "problems"}
+
+
+def cluster_grid(*, user, pod: str = "", problems_only: bool = False) -> ClusterGrid:
+    """Every node the user may see, grouped by pod and rack in natural order (p2 before p10),
+    with its open fault tickets and running jobs, and the summary counts: eight queries
+    whatever the size (fewer for a tenant admin, who gets no fault information, and a viewer,
+    who gets no jobs).
+
+    `pod` and `problems_only` narrow the cells drawn (one pod; drained, down or ticketed
+    nodes), never the counts, which always cover every node the user may see.
+    """
+    nodes = sorted(
         visible_nodes(user=user)
         .select_related("pod", "rack")
         .only(
             "id", "hostname", "slurm_state", "slurm_reason", "pod__name", "rack__name",
-        )
-        .order_by("pod__name", "rack__name", "hostname")
+        ),
+        key=lambda node: (
+            node.pod is None, natural_key(node.pod.name if node.pod else ""),
+            node.rack is None, natural_key(node.rack.name if node.rack else ""),
+            natural_key(node.hostname),
+        ),
     )
     gpu_counts = Counter(
         GPU.objects.filter(node__in=visible_nodes(user=user)).values_list("node_id", flat=True)
@@ -202,28 +252,35 @@ def cluster_grid(*, user) -> ClusterGrid:
     pods: dict[str, GridPod] = {}
     racks: dict[tuple[str, str], GridRack] = {}
     state_counts: Counter[str] = Counter()
+    pod_names: list[str] = []
     for node in nodes:
         pod_name = node.pod.name if node.pod else "no pod"
         rack_name = node.rack.name if node.rack else "no rack"
-        pod = pods.setdefault(pod_name, GridPod(pod_name))
+        if node.pod and (not pod_names or pod_names[-1] != pod_name):
+            pod_names.append(pod_name)
+        state = grid_state(node.slurm_state)
+        state_counts[state] += 1
+        cell = GridCell(
+            node_id=node.pk,
+            hostname=node.hostname,
+            state=state,
+            slurm_state=node.slurm_state or "unknown",
+            reason=node.slurm_reason,
+            gpus=gpu_counts.get(node.pk, 0),
+            open_faults=faults_by_node.get(node.pk, 0),
+            jobs=jobs_by_node.get(node.pk, []),
+        )
+        if (pod and pod_name != pod) or (problems_only and not cell.is_problem):
+            continue
+        grid_pod = pods.setdefault(pod_name, GridPod(pod_name))
         rack = racks.get((pod_name, rack_name))
         if rack is None:
             rack = racks[(pod_name, rack_name)] = GridRack(rack_name)
-            pod.racks.append(rack)
-        state = grid_state(node.slurm_state)
-        state_counts[state] += 1
-        rack.cells.append(
-            GridCell(
-                node_id=node.pk,
-                hostname=node.hostname,
-                state=state,
-                slurm_state=node.slurm_state or "unknown",
-                reason=node.slurm_reason,
-                gpus=gpu_counts.get(node.pk, 0),
-                open_faults=faults_by_node.get(node.pk, 0),
-                jobs=jobs_by_node.get(node.pk, []),
-            )
-        )
+            grid_pod.racks.append(rack)
+        rack.cells.append(cell)
+    if pod and pod not in pod_names:
+        shown = ", ".join(pod_names[:10]) + (", ..." if len(pod_names) > 10 else "")
+        raise InvalidInput({"pod": [f"no pod {pod!r} among your nodes (known: {shown})"]})
     return ClusterGrid(
         pods=list(pods.values()),
         state_counts=dict(state_counts),
@@ -231,4 +288,7 @@ def cluster_grid(*, user) -> ClusterGrid:
         gpu_total=sum(gpu_counts.values()),
         gpus_in_use=gpus_in_use(user=user) if user.role in JOB_READERS else None,
         faults_by_category=open_faults_by_category(user=user),
+        pod_names=pod_names,
+        pod=pod,
+        problems_only=problems_only,
     )

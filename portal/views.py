@@ -12,8 +12,8 @@ from django.views.generic import DetailView, ListView, TemplateView
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from portal import selectors
-from portal.dashboard import cluster_grid
-from portal.errors import Conflict
+from portal.dashboard import clean_grid_filters, cluster_grid
+from portal.errors import Conflict, InvalidInput
 from portal.health import readiness, recent_readiness
 from portal.metrics import register_portal_collector
 from portal.models import ActionStatus
@@ -39,6 +39,15 @@ class DashboardView(RoleRequiredMixin, TemplateView):
     template_name = "portal/dashboard.html"
     allowed_roles = frozenset(Role)
 
+    def get(self, request, *args, **kwargs):
+        # ?pod=p3 and ?view=problems narrow the grid; a bad value is a 400 naming its field.
+        try:
+            grid, errors = cluster_grid(user=request.user, **clean_grid_filters(request.GET)), {}
+        except InvalidInput as error:
+            grid, errors = cluster_grid(user=request.user), error.detail
+        context = self.get_context_data(grid=grid, grid_errors=errors, **kwargs)
+        return self.render_to_response(context, status=400 if errors else 200)
+
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
         user = self.request.user
@@ -49,7 +58,6 @@ class DashboardView(RoleRequiredMixin, TemplateView):
             tenants=selectors.tenant_list(user=user),
             readiness=recent_readiness(),
             periodic_tasks=selectors.periodic_task_list(user=user),
-            grid=cluster_grid(user=user),
         )
         return context
 

@@ -498,6 +498,9 @@ MATRIX.update(
         "fabric:switch-nodes": Route(
             (get(lambda w: f"/fabric/switches/{w.switch.hostname}/nodes/", PAGE_CLUSTER),)
         ),
+        "fabric:switch-ports": Route(
+            (get(lambda w: f"/fabric/switches/{w.switch.hostname}/ports/", PAGE_CLUSTER),)
+        ),
         "fabric:lldp": Route((get("/fabric/lldp/", PAGE_CLUSTER),)),
         "fabric:rail-health": Route((get("/fabric/rail-health/", PAGE_CLUSTER),)),
         "api:fabric:switch-list": Route((get("/api/fabric/switches/", API_READ_CLUSTER),)),

@@ -1,5 +1,6 @@
-"""Fabric monitoring pages: the live fabric (heat map), switch detail, LLDP findings, rail
-health. Cluster-wide roles only; reads go through fabric.selectors."""
+"""Fabric monitoring pages: the fabric overview (with port cells when few switches are shown),
+switch detail, LLDP findings, rail health. Cluster-wide roles only; reads go through
+fabric.selectors."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from django.views.generic import TemplateView
 
 from fabric import selectors
 from fabric.models import LldpFinding
+from fabric.overview import ROLE_FILTERS, STATES, clean_overview_filters, fabric_overview
 from fabric.rail_health import detect_rail_imbalance, rail_throughput_for_nodes
 from fabric.views.actions import SWITCH_ACTORS
 from inventory.selectors import nodes_behind_switch, nodes_from_hostlist
@@ -15,16 +17,62 @@ from portal.errors import InvalidInput, NotFound
 from portal.ordering import Ordering, SortableListMixin
 from portal.views import RoleRequiredMixin
 
+# At most this many switches get their port cells on the overview (8 leafs of a pod, the 8
+# spines, a small fabric); more would be the heat map that did not scale (issue 19).
+PORT_STRIPS_MAX_SWITCHES = 16
+
 
 class FabricLiveView(RoleRequiredMixin, TemplateView):
-    """Leafs per pod and spines, a cell per interface coloured and lettered by load/state."""
+    """The fabric overview: pods, spines and switches summed, problems first, filtered by pod,
+    role and state; open pages follow the polls through "fabric.overview" deltas."""
 
     template_name = "fabric/switch_list.html"
 
+    def get(self, request, *args, **kwargs):
+        try:
+            filters, errors = clean_overview_filters(request.GET), {}
+        except InvalidInput as error:
+            filters, errors = {}, error.detail
+        context = self.get_context_data(filters=filters, filter_errors=errors, **kwargs)
+        return self.render_to_response(context, status=400 if errors else 200)
+
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
-        context["heat"] = selectors.heat_map(user=self.request.user)
-        context["open_findings"] = selectors.lldp_findings(user=self.request.user).count()
+        user = self.request.user
+        overview = fabric_overview(user=user, filters=context["filters"])
+        context.update(
+            overview=overview,
+            open_findings=selectors.lldp_findings(user=user).count(),
+            roles=ROLE_FILTERS,
+            states=list(STATES.items()),
+            port_strips=self._port_strips(overview),
+        )
+        return context
+
+    def _port_strips(self, overview) -> list[selectors.HeatSwitch]:
+        """A cell per port of each switch shown, when few are (a pod, the spines, a small
+        fabric): the drill-down below the rows, in the rows' order."""
+        if not overview.switches or len(overview.switches) > PORT_STRIPS_MAX_SWITCHES:
+            return []
+        order = [row.hostname for row in overview.switches]
+        heat = selectors.heat_map(user=self.request.user, hostnames=order)
+        entries = {entry.switch.hostname: entry for entry in heat.entries()}
+        return [entries[hostname] for hostname in order if hostname in entries]
+
+
+class SwitchPortsView(RoleRequiredMixin, TemplateView):
+    """One switch's port cells, as a fragment the overview re-reads when a poll changed the
+    switch and the poll's event was too large to carry every port."""
+
+    template_name = "fabric/_heat_switch.html"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        heat = selectors.heat_map(user=self.request.user, hostnames=[kwargs["hostname"]])
+        entries = heat.entries()
+        if not entries:
+            raise Http404(f"No switch {kwargs['hostname']!r}.")
+        context["entry"] = entries[0]
         return context
 
 

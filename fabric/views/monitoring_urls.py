@@ -11,6 +11,8 @@ urlpatterns = [
          name="switch-detail"),
     path("switches/<str:hostname>/nodes/", monitoring.SwitchNodesView.as_view(),
          name="switch-nodes"),
+    path("switches/<str:hostname>/ports/", monitoring.SwitchPortsView.as_view(),
+         name="switch-ports"),
     path("lldp/", monitoring.LldpView.as_view(), name="lldp"),
     path("rail-health/", monitoring.RailHealthView.as_view(), name="rail-health"),
 ]

@@ -1,5 +1,8 @@
 /* The dashboard's cluster view follows the cluster live (static/js/live.js delivers the events):
- * - "node.state" on "cluster" moves a cell (state, letter, hover text) and recounts the states;
+ * - "node.state" on "cluster" moves a cell (state, letter, hover text) and the state counts by
+ *   the event's previous and new state (the grid may show one pod or the problems only, so the
+ *   cells on the page are not every node); a problems-only grid re-reads itself when a node it
+ *   does not show turns drained or down;
  * - "jobs" and "faults" events re-read the summary cards and the grid from the server (debounced),
  *   since a count or a cell's fault mark cannot be derived from one event alone. The server only
  *   renders what the user may see, so a tenant admin's page never learns of other tenants. */
@@ -25,27 +28,99 @@
     return parts.join(" · ");
   }
 
-  function recount() {
-    const counts = {};
-    document.querySelectorAll(".cluster-racks .node-cell[data-state]").forEach((cell) => {
-      counts[cell.dataset.state] = (counts[cell.dataset.state] || 0) + 1;
-    });
-    document.querySelectorAll("[data-state-count]").forEach((node) => {
-      const next = String(counts[node.dataset.stateCount] || 0);
-      if (node.textContent !== next) { node.textContent = next; flash(node); }
+  const PROBLEM_STATES = new Set(["draining", "drained", "down"]);   // portal/dashboard.py
+
+  function bumpCount(state, delta) {
+    document.querySelectorAll(`[data-state-count="${CSS.escape(state)}"]`).forEach((node) => {
+      node.textContent = String(Math.max(0, (parseInt(node.textContent, 10) || 0) + delta));
+      flash(node);
     });
   }
 
-  function applyNodeState(payload) {
-    const cell = document.getElementById(`node-cell-${payload.hostname}`);
-    if (!cell) return;
+  // A node the page does not draw is counted from the event's previous state, except when
+  // re-applied after a refresh (`countUnseen` false): the fresh counts may include it already.
+  function applyNodeState(payload, countUnseen = true) {
     const slurm = String(payload.state || "unknown");
+    const next = gridState(slurm);
+    const cell = document.getElementById(`node-cell-${payload.hostname}`);
+    const before = cell ? cell.dataset.state : gridState(String(payload.previous_state || ""));
+    if (before !== next && (cell || (countUnseen && payload.previous_state !== undefined))) {
+      bumpCount(before, -1);
+      bumpCount(next, +1);
+    }
+    if (!cell) {
+      const card = document.getElementById("cluster-grid-card");
+      if (card && card.dataset.gridProblems && PROBLEM_STATES.has(next)) scheduleRefresh(250);
+      return;
+    }
     const label = cellLabel(payload.hostname, slurm, payload.reason || "",
       Number(cell.dataset.openFaults || 0), cell.dataset.jobs || "");
-    cell.dataset.state = gridState(slurm);
+    cell.dataset.state = next;
     cell.title = label;
     cell.setAttribute("aria-label", label);
     flash(cell);
+  }
+
+  // ---- layout: compact cells, collapsed pods, details of the hovered or focused node ----------
+  const COMPACT_KEY = "portal.cluster.compact", COLLAPSED_KEY = "portal.cluster.collapsed";
+  const stored = (key, fallback) => {
+    try { return JSON.parse(localStorage.getItem(key)) ?? fallback; } catch (err) { return fallback; }
+  };
+  const store = (key, value) => { try { localStorage.setItem(key, JSON.stringify(value)); } catch (err) { /* private mode */ } };
+
+  function setCompact(on) {
+    const view = document.getElementById("cluster-view");
+    const button = document.getElementById("grid-compact");
+    if (!view || !button) return;
+    view.dataset.compact = on ? "true" : "false";
+    button.setAttribute("aria-pressed", on ? "true" : "false");
+    store(COMPACT_KEY, on);
+  }
+
+  let applyingLayout = false;
+  function applyCollapsed() {
+    const collapsed = new Set(stored(COLLAPSED_KEY, []));
+    applyingLayout = true;
+    document.querySelectorAll("#cluster-grid-card details.cluster-pod[data-pod]").forEach((pod) => {
+      pod.open = !collapsed.has(pod.dataset.pod);
+    });
+    applyingLayout = false;
+  }
+
+  function rememberCollapsed() {
+    const collapsed = new Set(stored(COLLAPSED_KEY, []));
+    document.querySelectorAll("#cluster-grid-card details.cluster-pod[data-pod]").forEach((pod) => {
+      if (pod.open) collapsed.delete(pod.dataset.pod); else collapsed.add(pod.dataset.pod);
+    });
+    store(COLLAPSED_KEY, [...collapsed]);
+  }
+
+  function showDetails(event) {
+    const cell = event.target.closest && event.target.closest("#cluster-grid-card .node-grid .node-cell");
+    const details = document.getElementById("grid-details");
+    if (cell && details) details.textContent = cell.getAttribute("aria-label") || cell.title;
+  }
+
+  function initLayout() {
+    const toggles = document.querySelector(".cluster-toggles");
+    if (!toggles) return;
+    toggles.hidden = false;         // the buttons need this script; the form works without it
+    setCompact(Boolean(stored(COMPACT_KEY, false)));
+    applyCollapsed();
+    document.getElementById("grid-compact").addEventListener("click", (event) => {
+      setCompact(event.currentTarget.getAttribute("aria-pressed") !== "true");
+    });
+    toggles.querySelectorAll("[data-grid-collapse]").forEach((button) => button.addEventListener("click", () => {
+      const close = button.dataset.gridCollapse === "all";
+      document.querySelectorAll("#cluster-grid-card details.cluster-pod").forEach((pod) => { pod.open = !close; });
+      rememberCollapsed();
+    }));
+    // "toggle" does not bubble: listen in the capture phase, for regions replaced later too.
+    document.addEventListener("toggle", (event) => {
+      if (!applyingLayout && event.target.matches && event.target.matches("details.cluster-pod")) rememberCollapsed();
+    }, true);
+    document.addEventListener("focusin", showDetails);
+    document.addEventListener("mouseover", showDetails);
   }
 
   // ---- re-reading the regions from the server ----------------------------------------------------
@@ -81,19 +156,20 @@
     // Node states that arrived while the page was fetched may be newer than the copy.
     const held = heldStates;
     fetching = null; heldStates = null;
-    held.forEach(applyNodeState);
-    recount();
+    held.forEach((payload) => applyNodeState(payload, false));
+    applyCollapsed();
   }
 
   document.addEventListener("live:node.state", (event) => {
     const payload = event.detail.payload || {};
     if (heldStates) heldStates.push(payload);
     applyNodeState(payload);
-    recount();
   });
   document.addEventListener("live:event", (event) => {
     const delay = REFRESH_DELAY_MS[event.detail.group];
     if (delay !== undefined) scheduleRefresh(delay);
   });
-  document.addEventListener("live:resync", recount);
+  document.addEventListener("live:resync", applyCollapsed);
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", initLayout);
+  else initLayout();
 })();

@@ -1,6 +1,7 @@
-/* Fabric monitor pages. Listens to the "fabric" websocket group through live.js
- * ("live:fabric.poll" events: {polled_at, switches: {hostname: {ok, in_bps, out_bps, mean_util,
- * ports: {"Ethernet0": "U37", ...}}}}) and draws port history with the vendored uPlot. */
+/* Fabric monitor pages, through live.js. The overview follows "fabric.overview" deltas
+ * ({polled_at, switches: {hostname: cells}, groups: {name: cells}, removed, counts}: only the rows
+ * a poll changed, as the page shows them); a switch's page re-reads its regions when a
+ * "fabric.poll" event names it; port history is drawn with the vendored uPlot. */
 (() => {
   "use strict";
 
@@ -18,7 +19,7 @@
     return unit ? `${v.toFixed(1)} ${units[unit]}` : `${v.toFixed(0)} B/s`;
   }
 
-  // ---- live heat map -----------------------------------------------------------------------------
+  // ---- port cells of the few switches shown (a pod, the spines): "fabric.poll" events --------
   function updateCell(cell, code) {
     const state = code.charAt(0);
     const pct = code.length > 1 ? Number(code.slice(1)) : null;
@@ -67,6 +68,143 @@
     icon.setAttribute("aria-hidden", "true");
     badge.append(icon, text);
     return badge;
+  }
+
+  // A poll on a large fabric sends no ports: re-read the cells of the switches it names (one
+  // small fragment each; the overview shows cells for a few switches only).
+  async function refreshStrips(hostnames) {
+    for (const hostname of hostnames) {
+      const old = document.querySelector(`#fabric-heatmap .fabric-switch[data-switch="${CSS.escape(hostname)}"]`);
+      if (!old) continue;
+      try {
+        const res = await fetch(`/fabric/switches/${encodeURIComponent(hostname)}/ports/`,
+                                { credentials: "same-origin", cache: "no-store" });
+        if (!res.ok) continue;
+        const doc = new DOMParser().parseFromString(await res.text(), "text/html");
+        const fresh = doc.querySelector(".fabric-switch");
+        if (fresh) {
+          const copy = document.importNode(fresh, true);
+          old.replaceWith(copy);
+          if (window.htmx) window.htmx.process(copy);
+        }
+      } catch (err) {
+        console.warn("fabric: port cells refresh failed", err);
+      }
+    }
+  }
+
+  // ---- the overview: rows change in place from "fabric.overview" deltas ----------------------
+  // Same order and names as fabric.overview.STATES / PROBLEM_STATES.
+  const RANK = ["unreachable", "down", "hot", "unpolled", "ok"];
+  const PROBLEMS = new Set(["unreachable", "down", "hot"]);
+  const rankOf = (row) => { const r = RANK.indexOf(row.dataset.state); return r < 0 ? RANK.length : r; };
+
+  function flash(node) {
+    node.classList.remove("live-updated");
+    void node.offsetWidth;          // restart the flash animation
+    node.classList.add("live-updated");
+  }
+
+  function stateBadge(state, label, error) {
+    const badge = document.createElement("span");
+    badge.className = "fabric-state";
+    badge.dataset.state = state;
+    if (error) badge.title = error;
+    badge.textContent = label;
+    return badge;
+  }
+
+  // Write a delta's cells into a row (same cells as templates/fabric/switch_list.html); a delta
+  // carries only the cells that changed, and all of them when the state did.
+  function fill(row, cells) {
+    if (cells.state !== undefined) row.dataset.state = cells.state;
+    row.querySelectorAll("[data-cell]").forEach((cell) => {
+      const name = cell.dataset.cell;
+      if (name === "state_label") {
+        if (cells.state_label !== undefined) cell.replaceChildren(stateBadge(cells.state, cells.state_label, cells.error));
+      } else if (cells[name] !== undefined) cell.textContent = cells[name];
+    });
+    flash(row);
+  }
+
+  function td(name, numeric) {
+    const cell = document.createElement("td");
+    cell.dataset.cell = name;
+    if (numeric) cell.className = "num";
+    return cell;
+  }
+
+  // A switch that now fits the page's filter (a "problems only" page and a switch going down).
+  function switchRow(hostname, cells) {
+    const row = document.createElement("tr");
+    row.dataset.switch = hostname;
+    row.dataset.group = cells.group;
+    row.dataset.role = cells.role;
+    const head = document.createElement("th");
+    head.scope = "row";
+    const link = document.createElement("a");
+    link.href = `/fabric/switches/${encodeURIComponent(hostname)}/`;
+    link.textContent = hostname;
+    head.append(link);
+    const group = document.createElement("td");
+    group.textContent = cells.group;
+    row.append(head, group, td("state_label"), td("load", true), td("traffic", true), td("pfc", true),
+               td("ecn", true), td("down", true), td("worst"));
+    return row;
+  }
+
+  function fitsFilters(root, cells) {
+    const { filterPod: pod, filterRole: role, filterState: state } = root.dataset;
+    if (pod && cells.group !== pod) return false;
+    if (role && cells.role !== role) return false;
+    if (state === "problems") return PROBLEMS.has(cells.state);
+    return !state || cells.state === state;
+  }
+
+  // Problems first: a stable sort by state keeps the server's order within a state.
+  function resort(tbody) {
+    const rows = [...tbody.querySelectorAll("tr[data-state]")];
+    const sorted = rows.map((row, index) => [rankOf(row), index, row]).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+    if (sorted.some(([, index], position) => index !== position)) tbody.append(...sorted.map(([, , row]) => row));
+  }
+
+  function applyOverview(root, payload) {
+    const switches = document.getElementById("switch-rows");
+    const groups = document.getElementById("group-rows");
+    Object.entries(payload.switches || {}).forEach(([hostname, cells]) => {
+      let row = switches.querySelector(`tr[data-switch="${CSS.escape(hostname)}"]`);
+      if (cells.state === undefined) {   // same state: the row stays where it is, if shown
+        if (row) fill(row, cells);
+        return;
+      }
+      const fits = fitsFilters(root, cells);
+      if (row && !fits) { row.remove(); return; }
+      if (!row && !fits) return;
+      if (!row) {
+        switches.querySelectorAll(".empty-row").forEach((empty) => empty.remove());
+        row = switchRow(hostname, cells);
+        switches.append(row);
+      }
+      fill(row, cells);
+    });
+    Object.entries(payload.groups || {}).forEach(([name, cells]) => {
+      const row = groups.querySelector(`tr[data-group="${CSS.escape(name)}"]`);
+      if (row) fill(row, cells);
+    });
+    (payload.removed || []).forEach((name) => {
+      document.querySelectorAll(`#switch-rows tr[data-switch="${CSS.escape(name)}"], #group-rows tr[data-group="${CSS.escape(name)}"]`)
+        .forEach((row) => row.remove());
+    });
+    Object.entries(payload.counts || {}).forEach(([state, count]) => {
+      document.querySelectorAll(`[data-state-count="${CSS.escape(state)}"]`).forEach((node) => {
+        if (node.textContent !== String(count)) { node.textContent = String(count); flash(node); }
+      });
+    });
+    resort(switches);
+    resort(groups);
+    const shown = document.getElementById("switch-count");
+    if (shown) shown.textContent = `${switches.querySelectorAll("tr[data-switch]").length} shown`;
+    root.dataset.lastPoll = String(payload.polled_at || "");
   }
 
   // ---- switch detail: refresh the live regions when our switch was polled -------------------
@@ -132,13 +270,17 @@
 
   function init() {
     const detail = document.getElementById("switch-view");
+    const overview = document.getElementById("fabric-overview");
+    if (overview) {
+      document.addEventListener("live:fabric.overview", (event) => {
+        applyOverview(overview, (event.detail && event.detail.payload) || {});
+      });
+    }
     document.addEventListener("live:fabric.poll", (event) => {
       const payload = (event.detail && event.detail.payload) || {};
       const heatMap = document.getElementById("fabric-heatmap");
-      if (heatMap && payload.ports_omitted) {
-        clearTimeout(refreshTimer);      // too many ports for the event: re-read the page's regions
-        refreshTimer = setTimeout(refreshRegions, 300);
-      } else if (heatMap) updateHeatMap(payload);
+      if (heatMap && payload.ports_omitted) refreshStrips(Object.keys(payload.switches || {}));
+      else if (heatMap) updateHeatMap(payload);
       if (detail && payload.switches && payload.switches[detail.dataset.switch]) {
         clearTimeout(refreshTimer);
         refreshTimer = setTimeout(refreshRegions, 300);   // one fetch for a burst of events

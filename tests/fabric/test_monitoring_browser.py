@@ -1,6 +1,6 @@
-"""The fabric pages in real headless Chromium against a real server and channel layer: the heat
-map changes without a reload when a poll sees a port's load change, and the switch detail draws
-its history charts from the API."""
+"""The fabric pages in real headless Chromium against a real server and channel layer: the
+overview's row of a switch changes without a reload when a poll sees a port's load change, and
+the switch detail draws its history charts from the API."""
 
 import re
 import threading
@@ -60,7 +60,7 @@ def log_in(page, server, username):
     page.wait_for_url(f"{server.url}/")
 
 
-def test_heat_map_moves_live_and_the_detail_draws_history(
+def test_overview_moves_live_and_the_detail_draws_history(
     live_fabric, portal_server, browser_page, make_user
 ):
     page = browser_page
@@ -69,28 +69,25 @@ def test_heat_map_moves_live_and_the_detail_draws_history(
     log_in(page, portal_server, make_user(Role.OPERATOR).username)
     page.goto(f"{portal_server.url}/fabric/")
     page.wait_for_selector("#live-indicator[data-state=live]", timeout=15_000)
-    cell = '.fabric-switch[data-switch="leaf-p1-r1"] .port-cell[data-port="Ethernet4"]'
-    assert page.get_attribute(cell, "data-level") in {"2", "3"}
-    page.screenshot(path=str(ARTIFACTS / "fabric-heat-map.png"), full_page=True)
+    row = '#switch-rows tr[data-switch="leaf-p1-r1"]'
+    assert page.get_attribute(row, "data-state") == "ok"
+    page.screenshot(path=str(ARTIFACTS / "fabric-overview.png"), full_page=True)
 
     live_fabric.switches["leaf-p1-r1"].set_utilization("Ethernet4", 0.96)
-    poll_outside_the_browser_loop(live_fabric)  # committed: the "fabric" event leaves now
-    # The event itself reached the browser (a reconnect's page refresh would also move the cell).
+    poll_outside_the_browser_loop(live_fabric)  # committed: the events leave now
+    # The delta itself reached the browser (a reconnect's page refresh would also move the row).
     for _ in range(100):
-        if any('"fabric.poll"' in str(frame) and "leaf-p1-r1" in str(frame) for frame in frames):
+        if any('"fabric.overview"' in str(frame) and "leaf-p1-r1" in str(frame)
+               for frame in frames):
             break
         page.wait_for_timeout(100)
     else:
-        pytest.fail("no fabric.poll event reached the browser")
-    page.wait_for_selector(f'{cell}[data-level="5"]', timeout=10_000)
-    assert page.text_content(cell) == "9"
-    load = re.search(r"up, (\d+)% load, host-facing", page.get_attribute(cell, "title"))
-    assert load and int(load.group(1)) >= 90
+        pytest.fail("no fabric.overview event reached the browser")
+    page.wait_for_selector(f'{row}[data-state="hot"]', timeout=10_000)
+    worst = re.fullmatch(r"Ethernet4 (\d+)%", page.text_content(f"{row} [data-cell=worst]"))
+    assert worst and int(worst.group(1)) >= 90
 
-    page.click('.fabric-switch[data-switch="leaf-p1-r1"] .fabric-nodes-btn')
-    page.wait_for_selector("#switch-nodes-panel >> text=gpu004", timeout=10_000)
-
-    page.goto(f"{portal_server.url}/fabric/switches/leaf-p1-r1/")
+    page.click(f"{row} a")  # drill down to the switch's ports
     page.wait_for_selector("#chart-throughput canvas", timeout=15_000)
     page.wait_for_selector("#chart-congestion canvas", timeout=5_000)
     assert "samples" in page.text_content("#chart-status")
@@ -98,4 +95,5 @@ def test_heat_map_moves_live_and_the_detail_draws_history(
     page.hover("#chart-throughput .u-over")
     when = page.text_content("#chart-throughput .u-legend .u-series:first-child .u-value")
     assert re.fullmatch(r"\d{4}-\d\d-\d\d [012]\d:[0-5]\d UTC", when.strip()), when
+    assert page.locator('#port-rows tr[data-port="Ethernet4"]').count() == 1
     page.screenshot(path=str(ARTIFACTS / "fabric-switch-detail.png"), full_page=True)

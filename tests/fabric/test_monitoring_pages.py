@@ -1,6 +1,6 @@
-"""Fabric pages: render for operators and viewers, refuse tenant admins, show the live heat map
-with marks (not colour alone), the switch detail with its actions block, LLDP and rail health;
-the "fabric" websocket group follows the same roles."""
+"""Fabric pages: render for operators and viewers, refuse tenant admins, show the overview with
+its problems first in words (not colour alone), the switch detail with its actions block, LLDP
+and rail health; the "fabric" websocket group follows the same roles."""
 
 from __future__ import annotations
 
@@ -38,6 +38,7 @@ PAGES = [
     ("fabric:fabric-live", {}),
     ("fabric:switch-detail", {"hostname": "leaf-p1-r0"}),
     ("fabric:switch-nodes", {"hostname": "leaf-p1-r0"}),
+    ("fabric:switch-ports", {"hostname": "leaf-p1-r0"}),
     ("fabric:lldp", {}),
     ("fabric:rail-health", {}),
 ]
@@ -60,17 +61,30 @@ def test_navigation_links_the_fabric(browser_as, polled):
     assert f'href="{reverse("fabric:switch-list")}"' in html
 
 
-def test_heat_map_has_every_switch_and_marked_cells(browser_as, polled):
+def test_overview_lists_every_switch_with_the_hot_port(browser_as, polled):
     html = browser_as(Role.OPERATOR).get(reverse("fabric:switch-list")).content.decode()
-    assert html.count('class="fabric-switch"') == 26
-    assert 'data-live-groups="fabric"' in html and "js/fabric.js" in html
-    assert "Pod p1 leafs" in html and "Spines" in html
+    assert html.count("<tr data-switch=") == 26
+    assert 'data-live-groups="fabric.overview"' in html and "js/fabric.js" in html
+    assert '<tr data-group="p1" data-state="hot">' in html and 'data-group="spines"' in html
+    # The hot port is named in words next to its switch, which comes first (problems first).
+    first = html.index("<tr data-switch=")
+    assert html.startswith('<tr data-switch="leaf-p1-r0"', first)
+    assert '<td data-cell="worst">Ethernet0 9' in html
+    assert 'class="fabric-switch"' not in html  # 26 switches: rows only, no port cells
+
+
+def test_a_pod_drills_down_to_its_ports(browser_as, polled):
+    browser = browser_as(Role.OPERATOR)
+    html = browser.get(reverse("fabric:switch-list") + "?pod=p1").content.decode()
+    assert html.count('class="fabric-switch"') == 8 and 'data-live-groups="fabric"' in html
     # The hot port: colour band 5 and the digit 9, with the load spelled out in the title.
     assert ('data-port="Ethernet0" data-state="U" data-level="5" data-faces="nic" '
             'title="Ethernet0: up, ') in html
-    assert "% load, host-facing\">9</li>" in html
     assert 'data-port="Ethernet16" data-state="X" data-level="0" data-faces="" ' \
            'title="Ethernet16: shut down">X</li>' in html
+    fragment = browser.get(reverse("fabric:switch-ports", kwargs={"hostname": "leaf-p1-r0"}))
+    assert fragment.content.decode().count('class="port-cell"') == 89  # its interfaces
+    assert browser.get("/fabric/switches/nope/ports/").status_code == 404
 
 
 def test_nodes_behind_a_leaf(browser_as, polled):

@@ -171,7 +171,9 @@ def test_fabric_event_is_published_on_commit(small_fleet, emulated, monkeypatch,
         assert sent == []  # nothing leaves before the transaction commits
     for callback in callbacks:
         callback()
-    assert [(group, message["event"]) for group, message in sent] == [("fabric", "fabric.poll")]
+    assert [(group, message["event"]) for group, message in sent] == [
+        ("fabric", "fabric.poll"), ("fabric.overview", "fabric.overview")
+    ]
     import json
 
     payload = json.loads(sent[0][1]["payload"])
