@@ -61,7 +61,13 @@ def delete_inventory() -> None:
         Pod._meta.db_table,
         TopologyImportRun._meta.db_table,
     ]
+    from faults.models import FaultTicket, IntakeRecord
+
     with transaction.atomic(), connection.cursor() as cursor:
+        # Tickets point at nodes, ports and switches: a module that polled its committed fleet
+        # may have opened some (faults/signals.py).
+        FaultTicket.objects.all().delete()
+        IntakeRecord.objects.all().delete()
         for table in tables:
             cursor.execute(f"DELETE FROM {connection.ops.quote_name(table)}")  # noqa: S608
         AuditEntry.objects.filter(object_type="inventory.topologyimportrun").delete()
