@@ -153,7 +153,7 @@ def test_a_wrong_directory_password_is_only_a_wrong_password(directory_sign_in):
 
 
 def test_a_group_change_in_the_directory_applies_at_the_next_login(directory, directory_sign_in):
-    first, _ = sign_in("mover")
+    sign_in("mover")
     assert User.objects.get(username="mover").role == Role.VIEWER
 
     member = f"uid=mover,ou=people,{directory['base']}"
@@ -162,7 +162,7 @@ def test_a_group_change_in_the_directory_applies_at_the_next_login(directory, di
     admin.modify_s(f"cn=portal-viewers,{GROUPS}", [(ldap.MOD_DELETE, "member", member.encode())])
     admin.modify_s(f"cn=portal-operators,{GROUPS}", [(ldap.MOD_ADD, "member", member.encode())])
     try:
-        again, response = sign_in("mover")
+        _, response = sign_in("mover")
     finally:
         admin.modify_s(
             f"cn=portal-operators,{GROUPS}", [(ldap.MOD_DELETE, "member", member.encode())]
