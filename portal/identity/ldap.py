@@ -10,11 +10,13 @@ gives it the role and tenant of this sign-in.
 
 from __future__ import annotations
 
+import ldap
 from django.conf import settings
-from django_auth_ldap.backend import LDAPBackend
+from django.dispatch import receiver
+from django_auth_ldap.backend import LDAPBackend, ldap_error
 
 from portal.identity.mapping import SignInRefused, resolve_grant
-from portal.identity.refusals import note_refusal
+from portal.identity.refusals import REQUEST_ATTRIBUTE, note_refusal
 from portal.models import AccountSource, User
 from portal.services.accounts import user_apply_directory_grant
 
@@ -45,4 +47,17 @@ class DirectoryBackend(LDAPBackend):
         grant = ldap_user.portal_grant
         return user_apply_directory_grant(
             user=user, role=grant.role, tenant=grant.tenant, source=AccountSource.DIRECTORY
+        )
+
+
+@receiver(ldap_error, sender=DirectoryBackend, dispatch_uid="portal.identity.ldap.unreachable")
+def say_the_directory_is_unreachable(sender, context, request, exception, **kwargs):
+    """django-auth-ldap turns a directory it cannot reach into "no" (`_report_error`); the
+    login page should not then blame the person's password."""
+    if request is not None and isinstance(exception, ldap.SERVER_DOWN | ldap.TIMEOUT):
+        setattr(
+            request,
+            REQUEST_ATTRIBUTE,
+            "The directory cannot be reached, so directory accounts cannot sign in right now. "
+            "Try again shortly; administrators can use a local account.",
         )

@@ -194,3 +194,12 @@ def test_local_break_glass_accounts_still_sign_in_and_are_never_taken_over(direc
     assert signed_in(local_password)
     otto = User.objects.get(username="otto")
     assert (otto.source, otto.role) == (AccountSource.LOCAL, Role.VIEWER)
+
+
+def test_an_unreachable_directory_is_not_blamed_on_the_password(directory_sign_in):
+    directory_sign_in.AUTH_LDAP_SERVER_URI = "ldap://127.0.0.1:9"  # nothing listens there
+
+    browser, response = sign_in("ada")
+
+    assert "The directory cannot be reached" in response.content.decode()
+    assert not signed_in(browser)
