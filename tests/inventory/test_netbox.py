@@ -14,6 +14,7 @@ import subprocess
 import sys
 from decimal import Decimal
 from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -30,7 +31,7 @@ from inventory.models import (
     SwitchPort,
 )
 from inventory.netbox import mapping
-from inventory.netbox.client import NetboxError
+from inventory.netbox.client import PAGE_SIZE, NetboxError
 from inventory.netbox.exporter import netbox_export
 from inventory.netbox.importer import NetboxImportError, netbox_import
 from portal.models import AuditEntry
@@ -196,6 +197,19 @@ def test_import_creates_nodes_nics_switches_ports_and_cables(empty_inventory, re
     interface_pages = [path for _, path in replay.requests if "/dcim/interfaces/" in path]
     assert len(replay.objects["dcim/interfaces"]) == 45
     assert len(interface_pages) == 5
+
+
+def test_every_list_request_names_a_page_size(empty_inventory, replay):
+    """pynetbox otherwise asks for everything after the first page in one request, which a real
+    NetBox with a full fleet could not answer within the timeout (inventory/netbox/client.py)."""
+    netbox_import(url=replay.url, token=TOKEN)
+
+    limits = [
+        dict(parse_qsl(urlsplit(path).query)).get("limit")
+        for _, path in replay.requests
+        if path.startswith("/api/dcim/")
+    ]
+    assert limits and all(limit and 0 < int(limit) <= PAGE_SIZE for limit in limits), limits
 
 
 def test_second_import_changes_nothing(empty_inventory, replay):
