@@ -9,6 +9,7 @@ LAG member mlx5_9).
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import sys
@@ -36,7 +37,7 @@ from inventory.netbox.exporter import netbox_export
 from inventory.netbox.importer import NetboxImportError, netbox_import
 from portal.models import AuditEntry
 from tests.inventory.conftest import delete_inventory
-from tests.inventory.netbox_replay import TOKEN, NetboxReplay
+from tests.inventory.netbox_replay import FIXTURES, TOKEN, NetboxReplay
 
 pytestmark = pytest.mark.django_db
 
@@ -525,16 +526,16 @@ def test_a_write_netbox_rejects_stops_the_export_and_a_rerun_sends_the_rest(
     netbox_import(url=replay.url, token=TOKEN)
     netbox_without_gpu002(replay)
     replay.writes.clear()
-    replay.reject_posts["dcim/cables"] = {
-        "a_terminations": ["Interface mlx5_0 already has a cable"]
-    }
+    # What NetBox 4.6 answered when a cable was POSTed onto an occupied interface (recorded).
+    refusal = json.loads((FIXTURES / "cable_on_occupied_interface.json").read_text())
+    replay.reject_posts["dcim/cables"] = refusal["body"]
 
     with pytest.raises(NetboxError) as caught:
         netbox_export(url=replay.url, token=TOKEN, site="sakuraone")
 
     message = str(caught.value)
     assert "NetBox answered HTTP 400 to POST" in message
-    assert "already has a cable" in message
+    assert "Duplicate termination found for dcim.interface" in message
     assert "re-run the export to send the rest" in message
     assert replay.posts("dcim/cables") == []
     assert len(replay.posts("dcim/interfaces")) == 14
