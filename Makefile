@@ -18,12 +18,16 @@ $(VENV)/.created:
 	touch $@
 
 # Re-install when pyproject.toml changes.
+# python-ldap (for django-auth-ldap) builds against the LDAP and SASL headers: install them
+# (Debian packages, as root) or say which are missing, before pip needs them.
 $(VENV)/.installed: pyproject.toml scripts/requirements.py | $(VENV)/.created
+	scripts/ldap-up --packages
 	$(PYTHON) scripts/requirements.py > $(VENV)/requirements.txt
 	$(PYTHON) -m pip install -q -r $(VENV)/requirements.txt $(QUIET_PIP)
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml scripts/requirements.py | $(VENV)/.created
+	scripts/ldap-up --packages
 	$(PYTHON) scripts/requirements.py test > $(VENV)/requirements-test.txt
 	$(PYTHON) -m pip install -q -r $(VENV)/requirements-test.txt $(QUIET_PIP)
 	touch $@ $(VENV)/.installed

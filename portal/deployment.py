@@ -138,4 +138,31 @@ def production_problems(environ: Mapping[str, str], settings: Mapping[str, objec
         problems.append(
             f"FABRIC_KNOWN_HOSTS_FILE: {known_hosts_file} does not exist (ssh-keyscan the switches)"
         )
+    problems += sign_in_problems(settings)
+    return problems
+
+
+def sign_in_problems(settings: Mapping[str, object]) -> list[str]:
+    """What makes the directory or single sign-on settings unsafe for production."""
+    problems = []
+    if settings.get("LDAP_ENABLED"):
+        uri = str(settings["AUTH_LDAP_SERVER_URI"])
+        if uri.startswith("ldap://") and not settings["AUTH_LDAP_START_TLS"]:
+            problems.append(
+                f"LDAP_SERVER_URI={uri} without LDAP_START_TLS sends every password in clear "
+                "text; use ldaps:// or set LDAP_START_TLS=1"
+            )
+        if settings["AUTH_LDAP_BIND_DN"] and not settings["AUTH_LDAP_BIND_PASSWORD"]:
+            problems.append("LDAP_BIND_PASSWORD_FILE (or LDAP_BIND_PASSWORD) is not set")
+        if not settings["LDAP_ROLE_GROUPS"]:
+            problems.append(
+                "LDAP_SERVER_URI is set but no LDAP_<ROLE>_GROUP is: nobody could sign in"
+            )
+    if settings.get("REMOTE_AUTH_ENABLED"):
+        everyone = [n for n in settings["REMOTE_AUTH_TRUSTED_PROXIES"] if n.prefixlen == 0]  # type: ignore[attr-defined]
+        if everyone:
+            problems.append(
+                f"REMOTE_AUTH_TRUSTED_PROXIES includes {everyone[0]}: any client could name "
+                "any user; list the proxy's own addresses"
+            )
     return problems

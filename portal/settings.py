@@ -568,6 +568,23 @@ else:
     CONTENT_SECURITY_POLICY = _content_security_policy
 # --- end of brakes and production security ------------------------------------------------------
 
+# --- Signing in through the site's directory or a single sign-on proxy (issue 17): LDAP when
+# LDAP_SERVER_URI is set, the proxy's header when REMOTE_AUTH_ENABLED is on (portal/identity/,
+# README.md "Signing in"). Local accounts keep working (ModelBackend stays last).
+from portal.identity import config as _identity  # noqa: E402
+
+globals().update(_identity.ldap_settings(ENV))
+globals().update(_identity.remote_auth_settings(ENV))
+if LDAP_ENABLED:  # noqa: F821 - set by ldap_settings
+    AUTHENTICATION_BACKENDS.insert(-1, _identity.LDAP_BACKEND)
+if REMOTE_AUTH_ENABLED:  # noqa: F821 - set by remote_auth_settings
+    AUTHENTICATION_BACKENDS.insert(-1, _identity.REMOTE_USER_BACKEND)
+    MIDDLEWARE.insert(
+        MIDDLEWARE.index("django.contrib.auth.middleware.AuthenticationMiddleware") + 1,
+        _identity.REMOTE_USER_MIDDLEWARE,
+    )
+# --- end of signing in ----------------------------------------------------------------------
+
 # --- Deployment kind (issue 18): DEPLOYMENT=production refuses simulated or emulated drivers and
 # missing driver settings, naming each variable (portal/deployment.py); in the demo (the default)
 # every page's header says what is simulated (portal/context_processors.py).

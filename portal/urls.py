@@ -4,10 +4,11 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from portal import tenant_views, views
+from portal.identity.views import PortalLoginView
 
 urlpatterns = [
     path("", views.DashboardView.as_view(), name="dashboard"),
-    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("login/", PortalLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("actions/", views.ActionListView.as_view(), name="action-list"),
     path("actions/<int:pk>/", views.ActionDetailView.as_view(), name="action-detail"),

@@ -1,4 +1,4 @@
-from portal.models.accounts import Role, Tenant, User
+from portal.models.accounts import AccountSource, Role, Tenant, User
 from portal.models.actions import Action, ActionAttempt, ActionStatus
 from portal.models.audit import AuditEntry
 from portal.models.periodic import PeriodicTaskState
@@ -6,6 +6,7 @@ from portal.models.tokens import APIToken
 
 __all__ = [
     "APIToken",
+    "AccountSource",
     "Action",
     "ActionAttempt",
     "ActionStatus",

@@ -57,8 +57,22 @@ class Tenant(models.Model):
         return self.name
 
 
+class AccountSource(models.TextChoices):
+    """Where an account's role comes from: the portal itself, or the site's directory."""
+
+    LOCAL = "local", "Local account"  # create_portal_user; break-glass admins
+    DIRECTORY = "directory", "Directory (LDAP)"
+    PROXY = "proxy", "Single sign-on proxy"
+
+
 class User(AbstractUser):
     """A portal user; belongs to at most one tenant (required for tenant admins)."""
+
+    # A directory or proxy account's role and tenant are rewritten at every sign-in; a local
+    # account is never taken over by a directory entry of the same name.
+    source = models.CharField(
+        max_length=10, choices=AccountSource.choices, default=AccountSource.LOCAL
+    )
 
     tenant = models.ForeignKey(
         Tenant, null=True, blank=True, on_delete=models.PROTECT, related_name="users"

@@ -11,6 +11,8 @@ class AuditEntry(models.Model):
         DELETE = "delete"
         ACTION = "action"  # an Action was requested, cancelled or finished
         LOCKOUT = "lockout"  # repeated failed logins locked a username out (portal/lockout.py)
+        LOGIN = "login"  # a sign-in, with how (password, directory, proxy) and the role it got
+        REFUSED = "refused"  # the directory or proxy vouched for someone the portal turned away
 
     timestamp = models.DateTimeField(auto_now_add=True, db_index=True)
     actor = models.ForeignKey(

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from portal.authentication import digest_token_key
 from portal.errors import InvalidInput
-from portal.models import APIToken, Role, Tenant, User
+from portal.models import AccountSource, APIToken, Role, Tenant, User
 from portal.services.audit import record_change, snapshot
 
 TOKEN_KEY_PREFIX = "gop_"  # noqa: S105 - not a secret: makes keys recognisable to scanners
@@ -60,6 +60,38 @@ def user_create(
         after={**snapshot(user), "role": role},
         via=via,
     )
+    return user
+
+
+@transaction.atomic
+def user_apply_directory_grant(
+    *, user: User, role: str, tenant: Tenant | None, source: str
+) -> User:
+    """Give a directory or proxy account the role and tenant its groups map to right now.
+
+    Run at every sign-in, so a group change in the directory takes effect at the next login;
+    a change is audited with the before and after.
+    """
+    if source == AccountSource.LOCAL:
+        raise ValueError("local accounts keep the role an administrator gave them")
+    before = {**snapshot(user), "role": user.role} if user.pk else None
+    user.source = source
+    user.tenant = tenant
+    user.save()
+    user.groups.set([Group.objects.get_or_create(name=role)[0]])
+    if hasattr(user, "_role_cache"):
+        del user._role_cache
+    after = {**snapshot(user), "role": role}
+    if before != after:
+        record_change(
+            actor=None,
+            operation="create" if before is None or before.get("source") != source else "update",
+            instance=user,
+            before=before,
+            after=after,
+            note=f"role and tenant from the {AccountSource(source).label.lower()}",
+            via="ui",
+        )
     return user
 
 

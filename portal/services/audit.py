@@ -91,3 +91,46 @@ def record_login_lockout(
         ),
         via=via,
     )
+
+
+def record_sign_in(*, user, method: str, address: str, via: str = "ui") -> AuditEntry:
+    """Record that `user` signed in by `method` (password, directory, proxy), with the role and
+    tenant the sign-in left them with."""
+    return AuditEntry.objects.create(
+        actor=user,
+        actor_name=user.get_username(),
+        operation=AuditEntry.Operation.LOGIN,
+        object_type="portal.user",
+        object_id=str(user.pk),
+        object_repr=str(user)[:200],
+        after=json_safe(
+            {
+                "method": method,
+                "address": address,
+                "role": user.role,
+                "tenant": user.tenant.slug if user.tenant_id else None,
+            }
+        ),
+        note=f"signed in ({method}) from {address or 'an unknown address'}",
+        via=via,
+    )
+
+
+def record_sign_in_refused(
+    *, username: str, method: str, address: str, reason: str, via: str = "ui"
+) -> AuditEntry:
+    """Record that the directory or proxy vouched for `username` but the portal refused them."""
+    from portal.models import User
+
+    user = User.objects.filter(username=username).first() if username else None
+    return AuditEntry.objects.create(
+        actor=None,
+        actor_name="system",
+        operation=AuditEntry.Operation.REFUSED,
+        object_type="portal.user",
+        object_id=str(user.pk) if user else "",
+        object_repr=(username or "(no username)")[:200],
+        after=json_safe({"username": username, "method": method, "address": address}),
+        note=f"sign-in ({method}) from {address or 'an unknown address'} refused: {reason}",
+        via=via,
+    )

@@ -22,7 +22,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 FIXTURES = Path(__file__).resolve().parent / "netbox_fixtures"
 RECORDED_HOST = "http://netbox.test"
-TOKEN = "0123456789abcdef0123456789abcdef01234567"
+# A NetBox 4.5+ v2 token (`nbt_<key>.<secret>`): pynetbox sends it as `Bearer`, as NetBox wants.
+TOKEN = "nbt_ReplayKey0001.0123456789abcdef0123456789abcdef01234567"
 PAGINATE_COUNT = 50  # NetBox's default page size
 STATUS_LABELS = {"decommissioning": "Decommissioning"}
 RELATED = {  # writable foreign keys: body field -> the endpoint its id points into
@@ -242,7 +243,9 @@ def _handler_for(replay: NetboxReplay):
             data = json.dumps(replay.rewrite(body)).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
-            self.send_header("API-Version", "4.2")
+            # major.minor, as netbox/netbox/middleware.py sends REST_FRAMEWORK_VERSION
+            version = str(replay.status.get("netbox-version", "4.6"))
+            self.send_header("API-Version", ".".join(version.split(".")[:2]))
             for name, value in (headers or {}).items():
                 self.send_header(name, value)
             self.send_header("Content-Length", str(len(data)))
@@ -250,13 +253,17 @@ def _handler_for(replay: NetboxReplay):
             self.wfile.write(data)
 
         def _authorized(self) -> bool:
-            if self.headers.get("Authorization") == f"Token {TOKEN}":
+            """NetBox 4.6's answers, recorded: a wrong `Bearer` token is "Invalid v2 token", a
+            wrong `Token` one "Invalid v1 token" (netbox/netbox/api/authentication.py)."""
+            header = self.headers.get("Authorization") or ""
+            if header == f"Bearer {TOKEN}":
                 return True
-            detail = (
-                "Invalid token"
-                if self.headers.get("Authorization")
-                else ("Authentication credentials were not provided.")
-            )
+            if header.startswith("Bearer "):
+                detail = "Invalid v2 token"
+            elif header:
+                detail = "Invalid v1 token"
+            else:
+                detail = "Authentication credentials were not provided."
             self._send(403, {"detail": detail})
             return False
 

@@ -9,11 +9,13 @@ LAG member mlx5_9).
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import sys
 from decimal import Decimal
 from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -30,12 +32,12 @@ from inventory.models import (
     SwitchPort,
 )
 from inventory.netbox import mapping
-from inventory.netbox.client import NetboxError
+from inventory.netbox.client import PAGE_SIZE, NetboxError
 from inventory.netbox.exporter import netbox_export
 from inventory.netbox.importer import NetboxImportError, netbox_import
 from portal.models import AuditEntry
 from tests.inventory.conftest import delete_inventory
-from tests.inventory.netbox_replay import TOKEN, NetboxReplay
+from tests.inventory.netbox_replay import FIXTURES, TOKEN, NetboxReplay
 
 pytestmark = pytest.mark.django_db
 
@@ -96,6 +98,23 @@ SMALL_FABRIC = {
 }
 
 
+def netbox_device_id(replay: NetboxReplay, name: str) -> int:
+    return replay.find("dcim/devices", name=name)["id"]
+
+
+def netbox_interface(replay: NetboxReplay, device: str, name: str) -> dict:
+    return replay.find("dcim/interfaces", device_id=netbox_device_id(replay, device), name=name)
+
+
+def netbox_cable_at(replay: NetboxReplay, device: str, interface: str) -> dict:
+    """The recorded cable with an end on that interface (ids are NetBox's, not ours to fix)."""
+    for cable in replay.objects["dcim/cables"]:
+        for end in cable["a_terminations"] + cable["b_terminations"]:
+            if (end["object"]["device"]["name"], end["object"]["name"]) == (device, interface):
+                return cable
+    raise KeyError((device, interface))
+
+
 def cable_at(hostname: str, device: str) -> Cable:
     nic = NIC.objects.get(node__hostname=hostname, device=device)
     return Cable.objects.get(a_nic=nic)
@@ -107,7 +126,7 @@ def cable_at(hostname: str, device: str) -> Cable:
 def test_import_creates_nodes_nics_switches_ports_and_cables(empty_inventory, replay):
     result = netbox_import(url=replay.url, token=TOKEN)
 
-    assert result.netbox_version == "4.2.3"
+    assert result.netbox_version == replay.status["netbox-version"]
     assert inventory_counts() == SMALL_FABRIC
     gpu001 = Node.objects.select_related("pod", "rack").get(hostname="gpu001")
     assert (gpu001.serial, gpu001.model, gpu001.pod.name, gpu001.rack.name, gpu001.status) == (
@@ -181,6 +200,19 @@ def test_import_creates_nodes_nics_switches_ports_and_cables(empty_inventory, re
     assert len(interface_pages) == 5
 
 
+def test_every_list_request_names_a_page_size(empty_inventory, replay):
+    """pynetbox otherwise asks for everything after the first page in one request, which a real
+    NetBox with a full fleet could not answer within the timeout (inventory/netbox/client.py)."""
+    netbox_import(url=replay.url, token=TOKEN)
+
+    limits = [
+        dict(parse_qsl(urlsplit(path).query)).get("limit")
+        for _, path in replay.requests
+        if path.startswith("/api/dcim/")
+    ]
+    assert limits and all(limit and 0 < int(limit) <= PAGE_SIZE for limit in limits), limits
+
+
 def test_second_import_changes_nothing(empty_inventory, replay):
     netbox_import(url=replay.url, token=TOKEN)
     audit_entries = AuditEntry.objects.count()
@@ -201,7 +233,7 @@ def test_import_updates_what_differs_and_keeps_operational_state(empty_inventory
     node.status = LifecycleStatus.MAINTENANCE  # ours, not NetBox's
     node.save()
     replay.find("dcim/devices", name="gpu001")["serial"] = "S821GE09999"
-    replay.find("dcim/interfaces", id=1001)["primary_mac_address"]["mac_address"] = (
+    netbox_interface(replay, "gpu001", "mlx5_0")["primary_mac_address"]["mac_address"] = (
         "94:6D:AE:FF:00:10"
     )
 
@@ -221,9 +253,10 @@ def test_import_updates_what_differs_and_keeps_operational_state(empty_inventory
 def test_import_matches_a_renamed_node_by_serial(empty_inventory, replay):
     netbox_import(url=replay.url, token=TOKEN)
     node_id = Node.objects.get(hostname="gpu002").pk
+    gpu002 = netbox_device_id(replay, "gpu002")
     replay.find("dcim/devices", name="gpu002")["name"] = "gpu002-renamed"
     for interface in replay.objects["dcim/interfaces"]:
-        if interface["device"]["id"] == 102:
+        if interface["device"]["id"] == gpu002:
             interface["device"]["name"] = "gpu002-renamed"
 
     netbox_import(url=replay.url, token=TOKEN)
@@ -237,22 +270,30 @@ def test_dry_run_prints_the_diff_and_writes_nothing(empty_inventory, replay):
 
     assert inventory_counts() == dict.fromkeys(SMALL_FABRIC, 0)
     assert not AuditEntry.objects.filter(via="netbox").exists()
-    assert "+ create node gpu001 (NetBox device #101 'gpu001')" in out
+    gpu001 = netbox_device_id(replay, "gpu001")
+    storage_cable = netbox_cable_at(replay, "gpu001", "mlx5_9")["id"]
+    assert f"+ create node gpu001 (NetBox device #{gpu001} 'gpu001')" in out
     assert "+ create nic gpu002 mlx5_bond_0" in out
-    assert "+ create cable gpu001 mlx5_bond_0 <> storage-2 Ethernet0 (NetBox cable #509)" in out
-    assert "Would import from NetBox 4.2.3" in out
+    assert (
+        f"+ create cable gpu001 mlx5_bond_0 <> storage-2 Ethernet0 (NetBox cable #{storage_cable})"
+        in out
+    )
+    assert f"Would import from NetBox {replay.status['netbox-version']}" in out
     assert "  cable        10       0                 0" in out
 
     # Against an imported inventory: updates show before -> after, extra rows are candidates.
     netbox_import(url=replay.url, token=TOKEN)
-    replay.find("dcim/cables", id=505)["length"] = 35.0
-    replay.remove("dcim/cables", lambda cable: cable["id"] == 510)
+    uplink = netbox_cable_at(replay, "leaf-p1-r0", "Ethernet256")
+    uplink["length"] = 35.0
+    gone = netbox_cable_at(replay, "gpu002", "mlx5_9")["id"]
+    replay.remove("dcim/cables", lambda cable: cable["id"] == gone)
     before = {cable.pk: (cable.length_m, cable.status) for cable in Cable.objects.all()}
 
     out, _ = run_command("netbox_import", "--url", replay.url, "--token", TOKEN, "--dry-run")
 
     assert (
-        "~ update cable leaf-p1-r0 Ethernet256 <> spine-1 Ethernet0 (NetBox cable #505 'L0-S1-1'): "
+        f"~ update cable leaf-p1-r0 Ethernet256 <> spine-1 Ethernet0 (NetBox cable #{uplink['id']} "
+        "'L0-S1-1'): "
         "length_m Decimal('30.00') -> Decimal('35.00')" in out
     )
     removed = cable_at("gpu002", "mlx5_bond_0")
@@ -268,11 +309,14 @@ def test_broken_netbox_data_fails_atomically_naming_every_object(empty_inventory
         netbox_import(url=broken_replay.url, token=TOKEN)
 
     problems = caught.value.problems
+    ib0 = netbox_interface(broken_replay, "gpu002", "ib0")["id"]
+    patch_cable = netbox_cable_at(broken_replay, "pp-p1-13", "Ethernet0")["id"]
+    patch_port = netbox_interface(broken_replay, "pp-p1-13", "Ethernet0")["id"]
     assert len(problems) == 2, problems
-    assert problems[0].startswith("NetBox interface #1190 gpu002 'ib0': interface name 'ib0'")
+    assert problems[0].startswith(f"NetBox interface #{ib0} gpu002 'ib0': interface name 'ib0'")
     assert problems[1].startswith(
-        "NetBox cable #599: side B ends on interface #9001 (pp-p1-13 Ethernet0), which this "
-        "import does not know"
+        f"NetBox cable #{patch_cable}: side B ends on interface #{patch_port} (pp-p1-13 "
+        "Ethernet0), which this import does not know"
     )
     assert inventory_counts() == dict.fromkeys(SMALL_FABRIC, 0)
     assert not AuditEntry.objects.filter(via="netbox").exists()
@@ -282,14 +326,14 @@ def test_broken_netbox_data_fails_atomically_naming_every_object(empty_inventory
         call_command(
             "netbox_import", "--url", broken_replay.url, "--token", TOKEN, stdout=out, stderr=err
         )
-    assert "NetBox interface #1190 gpu002 'ib0'" in err.getvalue()
-    assert "NetBox cable #599" in err.getvalue()
+    assert f"NetBox interface #{ib0} gpu002 'ib0'" in err.getvalue()
+    assert f"NetBox cable #{patch_cable}" in err.getvalue()
 
 
 def test_a_constraint_tripping_at_write_time_rolls_back_everything(empty_inventory, replay):
     # Two NICs with one MAC pass the mapping but not the database: nothing at all is written.
-    duplicate = replay.find("dcim/interfaces", id=1001)["primary_mac_address"]["mac_address"]
-    replay.find("dcim/interfaces", id=1102)["primary_mac_address"]["mac_address"] = duplicate
+    duplicate = netbox_interface(replay, "gpu001", "mlx5_0")["primary_mac_address"]["mac_address"]
+    netbox_interface(replay, "gpu002", "mlx5_1")["primary_mac_address"]["mac_address"] = duplicate
 
     with pytest.raises(NetboxImportError) as caught:
         netbox_import(url=replay.url, token=TOKEN)
@@ -322,18 +366,19 @@ def test_site_filter_and_role_map_are_sent_to_netbox(empty_inventory, replay):
 
 def netbox_without_gpu002(replay: NetboxReplay) -> None:
     """NetBox lacks gpu002 (device, interfaces, cables) and has stale values elsewhere."""
-    replay.remove("dcim/devices", lambda device: device["id"] == 102)
-    replay.remove("dcim/interfaces", lambda interface: interface["device"]["id"] == 102)
+    gpu002 = netbox_device_id(replay, "gpu002")
+    replay.remove("dcim/devices", lambda device: device["id"] == gpu002)
+    replay.remove("dcim/interfaces", lambda interface: interface["device"]["id"] == gpu002)
     replay.remove(
         "dcim/cables",
         lambda cable: any(
-            end["object"]["device"]["id"] == 102
+            end["object"]["device"]["id"] == gpu002
             for end in cable["a_terminations"] + cable["b_terminations"]
         ),
     )
     replay.find("dcim/devices", name="gpu001")["serial"] = "STALE"
-    replay.find("dcim/interfaces", id=2003)["label"] = "old label"  # leaf-p1-r0 Ethernet256
-    replay.find("dcim/cables", id=505)["length"] = 25.0
+    netbox_interface(replay, "leaf-p1-r0", "Ethernet256")["label"] = "old label"
+    netbox_cable_at(replay, "leaf-p1-r0", "Ethernet256")["length"] = 25.0
 
 
 def test_export_creates_what_is_missing_and_updates_what_differs(empty_inventory, replay):
@@ -348,13 +393,13 @@ def test_export_creates_what_is_missing_and_updates_what_differs(empty_inventory
     (device,) = replay.posts("dcim/devices")
     assert device == {
         "name": "gpu002",
-        "role": 4,
-        "device_type": 11,
-        "site": 1,
+        "role": replay.find("dcim/device-roles", slug="gpu-node")["id"],
+        "device_type": replay.find("dcim/device-types", model="SYS-821GE-TNHR")["id"],
+        "site": replay.find("dcim/sites", slug="sakuraone")["id"],
         "serial": "S821GE00002",
         "status": "active",
-        "location": 1,  # pod p1
-        "rack": 1,  # p1-rack01
+        "location": replay.find("dcim/locations", name="p1")["id"],  # pod p1
+        "rack": replay.find("dcim/racks", name="p1-rack01")["id"],
     }
     new_device_id = replay.find("dcim/devices", name="gpu002")["id"]
     interfaces = {body["name"]: body for body in replay.posts("dcim/interfaces")}
@@ -391,9 +436,13 @@ def test_export_creates_what_is_missing_and_updates_what_differs(empty_inventory
         "smf-os2", "connected", "m",
     )  # fmt: skip
 
-    assert replay.patches("dcim/devices") == [(101, {"serial": "S821GE00001"})]
-    assert replay.patches("dcim/interfaces") == [(2003, {"label": "Eth1/33(Port33)"})]
-    assert replay.patches("dcim/cables") == [(505, {"length": 30.0})]
+    uplink_port = netbox_interface(replay, "leaf-p1-r0", "Ethernet256")["id"]
+    uplink = netbox_cable_at(replay, "leaf-p1-r0", "Ethernet256")["id"]
+    assert replay.patches("dcim/devices") == [
+        (netbox_device_id(replay, "gpu001"), {"serial": "S821GE00001"})
+    ]
+    assert replay.patches("dcim/interfaces") == [(uplink_port, {"label": "Eth1/33(Port33)"})]
+    assert replay.patches("dcim/cables") == [(uplink, {"length": 30.0})]
     assert "+ create device gpu002 (our node)" in out
     assert "~ update device gpu001: serial 'STALE' -> 'S821GE00001'" in out
 
@@ -440,7 +489,9 @@ def test_export_dry_run_and_missing_references_send_nothing(empty_inventory, rep
 
     assert replay.writes == []
     assert "+ create device gpu002 (our node)" in out
-    assert "Would send to NetBox 4.2.3: device: 1 create, 1 update" in out
+    assert (
+        f"Would send to NetBox {replay.status['netbox-version']}: device: 1 create, 1 update" in out
+    )
 
     # No site to create gpu002 in: reported before the first write. gpu001's model has no
     # device type in NetBox, which only matters for a device the export would create.
@@ -475,16 +526,16 @@ def test_a_write_netbox_rejects_stops_the_export_and_a_rerun_sends_the_rest(
     netbox_import(url=replay.url, token=TOKEN)
     netbox_without_gpu002(replay)
     replay.writes.clear()
-    replay.reject_posts["dcim/cables"] = {
-        "a_terminations": ["Interface mlx5_0 already has a cable"]
-    }
+    # What NetBox 4.6 answered when a cable was POSTed onto an occupied interface (recorded).
+    refusal = json.loads((FIXTURES / "cable_on_occupied_interface.json").read_text())
+    replay.reject_posts["dcim/cables"] = refusal["body"]
 
     with pytest.raises(NetboxError) as caught:
         netbox_export(url=replay.url, token=TOKEN, site="sakuraone")
 
     message = str(caught.value)
     assert "NetBox answered HTTP 400 to POST" in message
-    assert "already has a cable" in message
+    assert "Duplicate termination found for dcim.interface" in message
     assert "re-run the export to send the rest" in message
     assert replay.posts("dcim/cables") == []
     assert len(replay.posts("dcim/interfaces")) == 14
@@ -497,7 +548,8 @@ def test_a_write_netbox_rejects_stops_the_export_and_a_rerun_sends_the_rest(
     # came after the rejected POST, so it is still due).
     assert {change.model for change in result.changes} == {"cable"}
     assert len(replay.posts("dcim/cables")) == 4
-    assert replay.patches("dcim/cables") == [(505, {"length": 30.0})]
+    uplink = netbox_cable_at(replay, "leaf-p1-r0", "Ethernet256")["id"]
+    assert replay.patches("dcim/cables") == [(uplink, {"length": 30.0})]
     assert len(replay.writes) == 5
 
 
@@ -506,7 +558,7 @@ def test_a_write_netbox_rejects_stops_the_export_and_a_rerun_sends_the_rest(
 
 def test_token_refused_is_a_clear_error(empty_inventory, replay):
     with pytest.raises(
-        NetboxError, match=r"NetBox refused the API token \(HTTP 403: Invalid token"
+        NetboxError, match=r"NetBox refused the API token \(HTTP 403: Invalid v1 token"
     ):
         netbox_import(url=replay.url, token="wrong")
     with pytest.raises(CommandError, match="refused the API token"):
@@ -525,7 +577,7 @@ def test_auth_failure_exits_non_zero_from_the_shell(replay):
         timeout=120,
     )
     assert completed.returncode == 1
-    assert "NetBox refused the API token (HTTP 403: Invalid token)" in completed.stderr
+    assert "NetBox refused the API token (HTTP 403: Invalid v1 token)" in completed.stderr
 
 
 def test_unreachable_netbox_is_a_clear_error():

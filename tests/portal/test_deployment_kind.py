@@ -109,6 +109,15 @@ def test_production_with_every_real_setting_starts(production_environment):
             },
             "SLURM_REST_TOKEN_FILE: /nonexistent/token does not exist",
         ),
+        (
+            {
+                "LDAP_SERVER_URI": "ldap://directory.example",
+                "LDAP_USER_SEARCH_BASE": "ou=people,dc=example,dc=org",
+                "LDAP_GROUP_SEARCH_BASE": "ou=groups,dc=example,dc=org",
+                "LDAP_ADMIN_GROUP": "cn=hpc-admins,ou=groups,dc=example,dc=org",
+            },
+            "LDAP_SERVER_URI=ldap://directory.example without LDAP_START_TLS",
+        ),
     ],
 )
 def test_production_refuses_each_fake_or_missing_part(production_environment, change, named):
