@@ -10,6 +10,9 @@ PORT ?= 8000
 TEST_DATABASE_URL ?= postgresql://postgres@127.0.0.1:5432/portal
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/1
 PYTEST_ARGS ?=
+# Two workers: much of the suite waits on real services (a 90 s websocket hold, a minute of
+# stopped slurmctld, a demo starting); tests sharing slurmctld run in one (tests/conftest.py).
+PYTEST_WORKERS ?= 2
 
 .PHONY: demo test lint install install-test services browser clean
 
@@ -52,7 +55,7 @@ lint: install-test
 
 test: install-test services browser lint
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) \
-		$(PYTHON) -m pytest $(PYTEST_ARGS)
+		$(PYTHON) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .ruff_cache test-artifacts

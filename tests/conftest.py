@@ -11,6 +11,16 @@ from rest_framework.test import APIClient
 from portal.models import Role, Tenant
 from portal.services.accounts import api_token_create, user_create
 
+# Tests that share the one Slurm controller, or stop a real service, run in one xdist worker,
+# one after another (`make test` runs two workers: tests/xdist_env.py).
+SERIAL_MARKERS = ("slurm", "chaos")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if any(item.get_closest_marker(name) for name in SERIAL_MARKERS):
+            item.add_marker(pytest.mark.xdist_group("shared-services"))
+
 
 @pytest.fixture(scope="session", autouse=True)
 def clean_redis_database():
