@@ -55,7 +55,7 @@ lint: install-test
 
 test: install-test services browser lint
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) \
-		$(PYTHON) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+		$(PYTHON) -m pytest -p tests.xdist_env -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .ruff_cache test-artifacts

@@ -1,13 +1,18 @@
-"""Pages of the console app: the search behind the header's jump box."""
+"""Pages of the console app: the dashboard (cluster grid, Actions, services) and the search
+behind the header's jump box. The tenant pages are in console/tenant_views.py."""
 
 from __future__ import annotations
 
 from django.shortcuts import redirect
 from django.views.generic import TemplateView
 
+from console.dashboard import clean_grid_filters, cluster_grid
 from console.search import search
+from portal import selectors
 from portal.errors import InvalidInput
-from portal.models.accounts import Role
+from portal.health import recent_readiness
+from portal.models import ActionStatus
+from portal.models.accounts import CLUSTER_WIDE_ROLES, Role
 from portal.views import RoleRequiredMixin
 
 
@@ -31,3 +36,30 @@ class SearchPageView(RoleRequiredMixin, TemplateView):
                 return redirect(result.jump.url)
             context["result"] = result
         return self.render_to_response(context)
+
+
+class DashboardView(RoleRequiredMixin, TemplateView):
+    template_name = "portal/dashboard.html"
+    allowed_roles = frozenset(Role)
+
+    def get(self, request, *args, **kwargs):
+        # ?pod=p3 and ?view=problems narrow the grid; a bad value is a 400 naming its field.
+        try:
+            grid, errors = cluster_grid(user=request.user, **clean_grid_filters(request.GET)), {}
+        except InvalidInput as error:
+            grid, errors = cluster_grid(user=request.user), error.detail
+        context = self.get_context_data(grid=grid, grid_errors=errors, **kwargs)
+        return self.render_to_response(context, status=400 if errors else 200)
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        user = self.request.user
+        counts = selectors.action_counts_by_status() if user.role in CLUSTER_WIDE_ROLES else {}
+        context.update(
+            action_counts=[(status, counts.get(status, 0)) for status in ActionStatus.values],
+            recent_actions=selectors.action_list(user=user)[:10],
+            tenants=selectors.tenant_list(user=user),
+            readiness=recent_readiness(),
+            periodic_tasks=selectors.periodic_task_list(user=user),
+        )
+        return context

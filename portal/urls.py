@@ -3,11 +3,12 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from portal import tenant_views, views
+from portal import views
 from portal.identity.views import PortalLoginView
 
 urlpatterns = [
-    path("", views.DashboardView.as_view(), name="dashboard"),
+    # The dashboard and the tenant pages compose every domain app: console/pages.py.
+    path("", include("console.pages")),
     path("login/", PortalLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("actions/", views.ActionListView.as_view(), name="action-list"),
@@ -15,22 +16,6 @@ urlpatterns = [
     path("actions/<int:pk>/cancel/", views.ActionCancelView.as_view(), name="action-cancel"),
     path("audit/", views.AuditListView.as_view(), name="audit-list"),
     path("tenants/", views.TenantListView.as_view(), name="tenant-list"),
-    path("tenants/<slug:slug>/", tenant_views.TenantDetailView.as_view(), name="tenant-detail"),
-    path(
-        "tenants/<slug:slug>/allocations.csv",
-        tenant_views.TenantAllocationsCsvView.as_view(),
-        name="tenant-allocations-csv",
-    ),
-    path(
-        "tenants/<slug:slug>/usage.csv",
-        tenant_views.TenantUsageCsvView.as_view(),
-        name="tenant-usage-csv",
-    ),
-    path(
-        "tenants/<slug:slug>/allocations/<int:pk>/end/",
-        tenant_views.AllocationEndView.as_view(),
-        name="allocation-end",
-    ),
     path("inventory/", include("inventory.urls")),
     path("jobs/", include("jobs.urls")),
     path("fabric/", include("fabric.urls")),

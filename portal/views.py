@@ -8,13 +8,12 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect
 from django.views import View
-from django.views.generic import DetailView, ListView, TemplateView
+from django.views.generic import DetailView, ListView
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from portal import selectors
-from portal.dashboard import clean_grid_filters, cluster_grid
-from portal.errors import Conflict, InvalidInput
-from portal.health import readiness, recent_readiness
+from portal.errors import Conflict
+from portal.health import readiness
 from portal.metrics import register_portal_collector
 from portal.models import ActionStatus
 from portal.models.accounts import CLUSTER_WIDE_ROLES, Role
@@ -33,33 +32,6 @@ class RoleRequiredMixin(LoginRequiredMixin):
         if request.user.is_authenticated and request.user.role not in self.allowed_roles:
             raise PermissionDenied("Your role does not allow this page.")
         return super().dispatch(request, *args, **kwargs)
-
-
-class DashboardView(RoleRequiredMixin, TemplateView):
-    template_name = "portal/dashboard.html"
-    allowed_roles = frozenset(Role)
-
-    def get(self, request, *args, **kwargs):
-        # ?pod=p3 and ?view=problems narrow the grid; a bad value is a 400 naming its field.
-        try:
-            grid, errors = cluster_grid(user=request.user, **clean_grid_filters(request.GET)), {}
-        except InvalidInput as error:
-            grid, errors = cluster_grid(user=request.user), error.detail
-        context = self.get_context_data(grid=grid, grid_errors=errors, **kwargs)
-        return self.render_to_response(context, status=400 if errors else 200)
-
-    def get_context_data(self, **kwargs):
-        context = super().get_context_data(**kwargs)
-        user = self.request.user
-        counts = selectors.action_counts_by_status() if user.role in CLUSTER_WIDE_ROLES else {}
-        context.update(
-            action_counts=[(status, counts.get(status, 0)) for status in ActionStatus.values],
-            recent_actions=selectors.action_list(user=user)[:10],
-            tenants=selectors.tenant_list(user=user),
-            readiness=recent_readiness(),
-            periodic_tasks=selectors.periodic_task_list(user=user),
-        )
-        return context
 
 
 class ActionListView(SortableListMixin, RoleRequiredMixin, ListView):

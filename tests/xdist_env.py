@@ -1,8 +1,9 @@
 """A Redis database of its own for each pytest-xdist worker (`make test` runs two).
 
-Loaded with `-p tests.xdist_env` (pyproject's addopts), so it runs when pytest starts, before
-pytest-django sets Django up: REDIS_URL must be right before the settings read it, and every
-process a test starts (daphne, Celery workers, the demo) inherits it from the environment.
+Loaded with `-p tests.xdist_env` by `make test` (`python -m pytest` puts the checkout on the
+path), so it runs when pytest starts, before pytest-django sets Django up: REDIS_URL must be
+right before the settings read it, and every process a test starts (daphne, Celery workers, the
+demo) inherits it from the environment.
 Redis is the only shared service that needs it: each worker already gets a PostgreSQL test
 database of its own (pytest-django adds the worker's suffix), and the tests that share the one
 Slurm controller, or stop a real service, run in one worker (tests/conftest.py groups them).

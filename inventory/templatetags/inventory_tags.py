@@ -5,7 +5,7 @@ from __future__ import annotations
 from django import template
 
 from inventory.hostlist import compress_hostlist
-from portal.dashboard import GRID_STATES, grid_state
+from portal.node_states import GRID_STATES, grid_state
 
 register = template.Library()
 

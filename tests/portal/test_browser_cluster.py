@@ -11,10 +11,10 @@ import urllib.request
 
 import pytest
 
+from console.dashboard import gpus_in_use
 from faults.models import FaultTicket
 from inventory.models import GPU, Node, Pod, Rack
 from jobs.sync import sync_live_jobs
-from portal.dashboard import gpus_in_use
 from portal.models import Role
 from portal.services.accounts import api_token_create
 from tests.conftest import ARTIFACTS

@@ -14,14 +14,15 @@ from django.shortcuts import redirect
 from django.views import View
 from django.views.generic import TemplateView
 
+from console import usage
 from inventory.allocations import allocation_create, allocation_end
 from inventory.hostlist import compress_hostlist
 from inventory.models import Pod, Rack
 from inventory.selectors import allocation_list
-from portal import selectors, usage
-from portal.dashboard import GRID_STATES, grid_state
+from portal import selectors
 from portal.errors import ServiceError
 from portal.models.accounts import Role
+from portal.node_states import GRID_STATES, grid_state
 from portal.views import RoleRequiredMixin
 
 ALLOCATORS = frozenset({Role.ADMIN, Role.OPERATOR})

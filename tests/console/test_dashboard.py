@@ -9,11 +9,12 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from console.dashboard import cluster_grid
 from faults.models import FaultTicket
 from inventory.models import GPU, Allocation, Node, Pod, Rack
 from jobs.models import Job
-from portal.dashboard import cluster_grid, grid_state
 from portal.models import Role
+from portal.node_states import grid_state
 
 pytestmark = pytest.mark.django_db
 

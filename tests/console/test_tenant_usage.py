@@ -9,12 +9,12 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from console.usage import tenant_open_faults, tenant_usage
 from faults.models import FaultTicket
 from faults.workflow import Status
 from inventory.models import Allocation, Node
 from jobs.models import Job
 from portal.models import Role
-from portal.usage import tenant_open_faults, tenant_usage
 
 pytestmark = pytest.mark.django_db
 

@@ -5,11 +5,11 @@ the cells but never the counts, and a 400 naming the field for a bad value."""
 import pytest
 from django.test import Client
 
+from console.dashboard import cluster_grid
 from inventory.models import Node
-from portal.dashboard import cluster_grid
 from portal.models import Role
 from portal.natural_sort import natural_key, natural_sorted
-from tests.portal.test_dashboard import all_cells, make_nodes, make_ticket
+from tests.console.test_dashboard import all_cells, make_nodes, make_ticket
 
 pytestmark = pytest.mark.django_db
 
