@@ -12,6 +12,7 @@ and resume queue; the web process only serves.
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
@@ -89,8 +90,23 @@ def story_world(tenant_a, tenant_b, make_user, settings):
     return {"operator": make_user(Role.OPERATOR), "serial": serial}
 
 
-def shot(page, number: int, step: str) -> None:
-    page.screenshot(path=str(ARTIFACTS / f"story-{number:02d}-{step}.png"), full_page=True)
+def shot(page, number: int, step: str, *, full_page: bool = True) -> None:
+    """A long page (a leaf's 64 port rows) is shot as the viewport the operator sees."""
+    page.screenshot(path=str(ARTIFACTS / f"story-{number:02d}-{step}.png"), full_page=full_page)
+
+
+def assert_second_look_layout(page) -> None:
+    """What the second look at the pages fixed, on every page of the story: the whole nav shows
+    at 1366 px (it cut "Tenants" off), and an impact card's tenants line sits below its jobs
+    table (the table's negative margin pulled it over the last row)."""
+    nav_fits = page.evaluate("""() => { const nav = document.querySelector('.mainnav');
+        return nav.scrollWidth <= nav.clientWidth + 1; }""")
+    assert nav_fits, "the main navigation is cut off"
+    overlaps = page.evaluate("""() => [...document.querySelectorAll('.impact-card')].some(card => {
+        const table = card.querySelector('table'), after = table && table.nextElementSibling;
+        return after && after.getBoundingClientRect().top < table.getBoundingClientRect().bottom;
+      })""")
+    assert not overlaps, "an impact card's text overlaps its table"
 
 
 def wait_for_action(page, url: str, status: str = "succeeded") -> None:
@@ -134,12 +150,20 @@ def test_leaf_maintenance_story_from_impact_to_verified_ticket(story_server, sto
     impact = page.inner_text(".impact-card")
     assert "2 running jobs" in impact and "alice" in impact and "bob" in impact
     assert "Tenant A" in impact and "Tenant B" in impact
-    shot(page, 1, "leaf-impact")
+    assert "tenant-a tenant-a" not in impact  # the account links its tenant, not twice
+    # Who it hits comes before the 64 port rows, not below them.
+    above = page.evaluate("""() => document.querySelector('.impact-card').getBoundingClientRect()
+        .top < document.querySelector('#port-table').getBoundingClientRect().top""")
+    assert above
+    assert_second_look_layout(page)
+    page.locator(".impact-card").scroll_into_view_if_needed()
+    shot(page, 1, "leaf-impact", full_page=False)
 
     # 2. The leaf maintenance confirmation shows the same people.
     page.click("text=Leaf maintenance")
     page.wait_for_selector(".impact-card")
     assert "alice" in page.inner_text(".impact-card")
+    assert_second_look_layout(page)
     shot(page, 2, "maintenance-confirm")
 
     # 3. Drain the nodes it hits, from there.
@@ -151,6 +175,8 @@ def test_leaf_maintenance_story_from_impact_to_verified_ticket(story_server, sto
     page.click("button:has-text('Drain nodes')")
     page.wait_for_url(f"{url}/actions/*/")
     wait_for_action(page, page.url)
+    # The attempt's times read like the rest: 24-hour with the zone, no microseconds.
+    assert re.search(r"\d\d:\d\d:\d\d UTC", page.inner_text("#action-attempts-card tbody"))
     shot(page, 4, "drain-done")
 
     # 4. Shut gpu002's rail-3 port from the leaf's port row.
@@ -160,7 +186,9 @@ def test_leaf_maintenance_story_from_impact_to_verified_ticket(story_server, sto
     assert page.is_checked(f"#port-{port}")
     assert "alice" in page.inner_text(".impact-card")
     page.fill("#reason", "optic swap on gpu002 rail 3")
-    shot(page, 5, "port-shut-confirm")
+    assert_second_look_layout(page)
+    page.evaluate("() => window.scrollTo(0, 0)")
+    shot(page, 5, "port-shut-confirm", full_page=False)
     page.click("#confirm-form button.btn-primary")
     page.wait_for_url(f"{url}/actions/*/")
     wait_for_action(page, page.url)
@@ -171,6 +199,11 @@ def test_leaf_maintenance_story_from_impact_to_verified_ticket(story_server, sto
     page.goto(f"{url}/faults/{ticket.pk}/")
     body = page.inner_text("main")
     assert "alice" in body and "Tenant A" in body
+    captured = page.inner_text("[data-field=captured-at]")
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", captured.strip()), captured
+    # While the port is shut, starting it is the primary step, not resuming the node behind it.
+    assert page.get_attribute("#ticket-recovery .btn-primary", "data-step") == "start_port"
+    assert_second_look_layout(page)
     shot(page, 7, "ticket-open")
 
     # 6. The port comes back: Start… on the same row.
@@ -186,8 +219,11 @@ def test_leaf_maintenance_story_from_impact_to_verified_ticket(story_server, sto
     body = page.inner_text("main")
     assert "Signal cleared" in body and "Resume the node in Slurm (gpu002)" in body
     shot(page, 8, "ticket-proposes-resume")
+    assert page.get_attribute("#ticket-recovery .btn-primary", "data-step") == "resume"
     page.click("#ticket-recovery button[data-step=resume]")
     page.wait_for_load_state()
+    flashes = page.inner_text("main")
+    assert "queued: slurm.resume gpu002" in flashes and "recovery done" not in flashes
     shot(page, 9, "resume-queued")
     resume = ticket.actions.get(kind="slurm.resume")
     page.goto(f"{url}/actions/{resume.pk}/")
@@ -216,4 +252,4 @@ def test_leaf_maintenance_story_from_impact_to_verified_ticket(story_server, sto
     page.keyboard.type(story_world["serial"])
     page.keyboard.press("Enter")
     page.wait_for_url(f"{url}/inventory/nodes/gpu002/#gpu-5")
-    shot(page, 11, "serial-lands-on-node")
+    shot(page, 11, "serial-lands-on-node", full_page=False)

@@ -103,6 +103,8 @@ def test_a_port_shut_by_an_action_opens_a_ticket_linked_to_it_and_the_startup_an
     assert list(ticket.actions.all()) == [shut]
     assert ticket.timeline.get(action=shut).text.startswith(f"Caused by Action #{shut.pk}")
     assert ticket.impact["summary"]["running_jobs"] == 1
+    # While the port is shut, starting it is the first (the page's primary) step.
+    assert recovery_steps(ticket)[0].step == "start_port"
 
     start, _ = request_port_admin(switch=switch, ports=[port], up=True, reason="optics swapped",
                                   requested_by=operator)
