@@ -92,6 +92,8 @@ def story_world(tenant_a, tenant_b, make_user, settings):
 
 def shot(page, number: int, step: str, *, full_page: bool = True) -> None:
     """A long page (a leaf's 64 port rows) is shot as the viewport the operator sees."""
+    if full_page:
+        page.evaluate("() => window.scrollTo(0, 0)")  # else the sticky header lands mid-shot
     page.screenshot(path=str(ARTIFACTS / f"story-{number:02d}-{step}.png"), full_page=full_page)
 
 
@@ -187,8 +189,10 @@ def test_leaf_maintenance_story_from_impact_to_verified_ticket(story_server, sto
     assert "alice" in page.inner_text(".impact-card")
     page.fill("#reason", "optic swap on gpu002 rail 3")
     assert_second_look_layout(page)
-    page.evaluate("() => window.scrollTo(0, 0)")
-    shot(page, 5, "port-shut-confirm", full_page=False)
+    # The picker scrolls with the checked port on top: Confirm is no longer 64 rows down.
+    assert page.get_attribute(".port-picker tbody tr:first-child input", "value") == port
+    assert page.evaluate("() => document.querySelector('#confirm-form').offsetHeight") < 700
+    shot(page, 5, "port-shut-confirm")
     page.click("#confirm-form button.btn-primary")
     page.wait_for_url(f"{url}/actions/*/")
     wait_for_action(page, page.url)
