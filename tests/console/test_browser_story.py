@@ -249,6 +249,8 @@ def test_leaf_maintenance_story_from_impact_to_verified_ticket(story_server, sto
         page.wait_for_load_state()
     ticket.refresh_from_db()
     assert ticket.status == "verified"
+    # Verified, "Impact now" is gone; the impact at detection still names the tenant.
+    assert "Tenant A" in page.inner_text("#ticket-impact")
     shot(page, 10, "ticket-verified")
 
     # 9. A GPU serial in the jump box lands on its node.
@@ -256,4 +258,9 @@ def test_leaf_maintenance_story_from_impact_to_verified_ticket(story_server, sto
     page.keyboard.type(story_world["serial"])
     page.keyboard.press("Enter")
     page.wait_for_url(f"{url}/inventory/nodes/gpu002/#gpu-5")
+    # The GPU's row is in sight, not under the sticky top bar and table head.
+    row_top = page.evaluate("() => document.getElementById('gpu-5').getBoundingClientRect().top")
+    bar_bottom = page.evaluate(
+        "() => document.querySelector('.topbar').getBoundingClientRect().bottom")
+    assert row_top >= bar_bottom, (row_top, bar_bottom)
     shot(page, 11, "serial-lands-on-node", full_page=False)
