@@ -198,9 +198,10 @@ def test_leaf_maintenance_story_from_impact_to_verified_ticket(story_server, sto
     wait_for_action(page, page.url)
     shot(page, 6, "port-shut-done")
 
-    # 5. The ticket it opened, with the impact at detection.
+    # 5. The ticket it opened, linked from the Action's page, with the impact at detection.
     ticket = FaultTicket.objects.get(port__name=port, port__switch__hostname=LEAF)
-    page.goto(f"{url}/faults/{ticket.pk}/")
+    page.click(f"[data-field=fault-tickets] >> text={ticket.reference}")
+    page.wait_for_url(f"{url}/faults/{ticket.pk}/")
     body = page.inner_text("main")
     assert "alice" in body and "Tenant A" in body
     captured = page.inner_text("[data-field=captured-at]")
