@@ -61,7 +61,9 @@ def recovery_steps(ticket: FaultTicket, *, user=None) -> list[RecoveryStep]:
     if port is not None:
         where = f"{port.switch.hostname} {port.name}"
         if port.admin_status == "down":
-            steps.append(RecoveryStep("start_port", f"Start up {where}", SWITCH_ACTORS))
+            # While the port is shut, bringing it back is the recovery; the page makes the first
+            # step its primary button, and resuming a node whose rail is still cut off is not it.
+            steps.insert(0, RecoveryStep("start_port", f"Start up {where}", SWITCH_ACTORS))
         else:
             steps.append(RecoveryStep("shut_port", f"Shut down {where}", SWITCH_ACTORS))
     if user is not None:

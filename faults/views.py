@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.http import Http404
 from django.shortcuts import redirect, render
+from django.utils.dateparse import parse_datetime
 from django.views import View
 from django.views.generic import ListView, TemplateView
 
@@ -124,6 +125,7 @@ class TicketDetailView(RoleRequiredMixin, TemplateView):
             reopened_as=ticket.reopened_as.all(),
             recovery_steps=recovery_steps(ticket, user=self.request.user),
             impact_at_detection=visible_impact(ticket.impact, user=self.request.user),
+            impact_captured_at=parse_datetime((ticket.impact or {}).get("captured_at") or ""),
             allowed_choices=[(value, Status(value).label)
                              for value in allowed_targets(ticket.status)],
         )
@@ -160,6 +162,8 @@ class TicketActView(RoleRequiredMixin, View):
 
     allowed_roles = FAULT_ACTORS
     operation = ""
+    # A recovery step only queues an Action (its own message says so): "done" would be untrue.
+    says_done = True
 
     def post(self, request, pk):
         ticket = _visible_ticket(request, pk)
@@ -184,7 +188,8 @@ class TicketActView(RoleRequiredMixin, View):
             context = page.get_context_data(pk=ticket.pk, kept=request.POST,
                                             kept_operation=self.operation)
             return render(request, page.template_name, context, status=400)
-        messages.success(request, f"{ticket.reference}: {self.operation} done.")
+        if self.says_done:
+            messages.success(request, f"{ticket.reference}: {self.operation} done.")
         return redirect("faults:ticket", pk=ticket.pk)
 
     def perform(self, request, ticket):
@@ -224,6 +229,7 @@ class RecoveryView(TicketActView):
     """One click on a recovery step of the ticket (drain, resume, shut or start the port)."""
 
     operation = "recovery"
+    says_done = False
 
     def perform(self, request, ticket):
         step = request.POST.get("step", "")

@@ -18,9 +18,24 @@ def impact_card(context, target: str) -> dict:
     if not target or user is None or not getattr(user, "is_authenticated", False):
         return {}
     try:
-        return {"impact": impact_of(user=user, target=target)}
+        impact = impact_of(user=user, target=target)
     except InvalidInput:
         return {}  # a target this user may not name: the page shows no card
+    return {"impact": impact, "drain_hostlist": _drain_hostlist(user, impact)}
+
+
+def _drain_hostlist(user, impact) -> str:
+    """The nodes the impact names that are still in service, as a hostlist for the bulk drain
+    page, where the user may drain and the card is not already on that page (a hostlist). The
+    story of a leaf's maintenance (issue 15) goes from "who this hits" to draining them."""
+    from inventory.hostlist import compress_hostlist
+    from jobs.templatetags.jobs_tags import NODE_ACTORS
+
+    if impact.kind == "hostlist" or getattr(user, "role", None) not in NODE_ACTORS:
+        return ""
+    serving = [row["hostname"] for row in impact.nodes
+               if row.get("slurm_state") not in ("drained", "draining", "down")]
+    return compress_hostlist(serving) if serving else ""
 
 
 @register.simple_tag

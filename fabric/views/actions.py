@@ -106,10 +106,13 @@ class PortAdminView(ConfirmActionView):
             behind[row.port.name] = row
         selected = set(_selected_ports(self.request))
         context.update(
-            port_picker=[
-                {"port": port, "behind": behind.get(port.name), "checked": port.name in selected}
-                for port in switch.ports.filter(breakout_mode="").order_by("index", "name")
-            ],
+            # The checked ports first: the picker scrolls (a leaf has 64 rows) and the port the
+            # row's Shut… link named must be in sight next to Confirm.
+            port_picker=sorted(
+                ({"port": port, "behind": behind.get(port.name), "checked": port.name in selected}
+                 for port in switch.ports.filter(breakout_mode="").order_by("index", "name")),
+                key=lambda row: not row["checked"],
+            ),
             selected_ports=sorted(selected),
             state=(self.request.POST.get("state") or self.request.GET.get("state") or "down"),
             show_state=True,

@@ -165,3 +165,19 @@ def test_the_pages_show_who_a_node_a_switch_or_a_port_shutdown_hits(jobs, make_u
         assert "impact-card" in body, page
         assert 'href="/jobs/1098/"' in body, page
         assert "alice" in body, page
+
+
+def test_the_impact_card_offers_the_drain_of_the_nodes_still_in_service_to_who_may_drain(
+    jobs, make_user, client
+):
+    """The leaf-maintenance story (issue 15): from "who this hits" to draining them, on every
+    card but the drain page's own; a viewer sees the card without the link."""
+    Node.objects.filter(hostname="gpu003").update(slurm_state="drained")
+    client.force_login(make_user(Role.OPERATOR))
+    body = client.get("/fabric/switches/leaf-p1-r3/").content.decode()
+    assert 'href="/jobs/nodes/bulk-drain/?hostlist=gpu%5B001-002%2C004%5D"' in body
+    drain_page = client.get("/jobs/nodes/bulk-drain/?hostlist=gpu[001-002]").content.decode()
+    assert "impact-card" in drain_page and "Drain these nodes" not in drain_page
+    client.force_login(make_user(Role.VIEWER))
+    body = client.get("/fabric/switches/leaf-p1-r3/").content.decode()
+    assert "impact-card" in body and "Drain these nodes" not in body

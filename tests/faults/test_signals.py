@@ -89,7 +89,7 @@ def test_a_link_down_opens_a_ticket_with_its_impact_the_health_check_drain_joins
 
 
 def test_a_port_shut_by_an_action_opens_a_ticket_linked_to_it_and_the_startup_answers_it(
-    small_fleet, emulated, job_on_gpu002, make_user
+    small_fleet, emulated, job_on_gpu002, make_user, client
 ):
     poll_every_minute(emulated, 1, [LEAF])
     operator = make_user(Role.OPERATOR)
@@ -103,6 +103,11 @@ def test_a_port_shut_by_an_action_opens_a_ticket_linked_to_it_and_the_startup_an
     assert list(ticket.actions.all()) == [shut]
     assert ticket.timeline.get(action=shut).text.startswith(f"Caused by Action #{shut.pk}")
     assert ticket.impact["summary"]["running_jobs"] == 1
+    # While the port is shut, starting it is the first (the page's primary) step.
+    assert recovery_steps(ticket)[0].step == "start_port"
+    # The Action's page links the ticket it opened, for the cluster-wide roles only.
+    client.force_login(operator)
+    assert f'href="/faults/{ticket.pk}/"' in client.get(f"/actions/{shut.pk}/").content.decode()
 
     start, _ = request_port_admin(switch=switch, ports=[port], up=True, reason="optics swapped",
                                   requested_by=operator)
