@@ -187,6 +187,8 @@ def run_scale(scale: int, args, base_spec: dict) -> dict:
                     process_cpu_seconds(emulator.pid) - emulator_cpu if emulator else 0.0, 3),
                 "ports_stored": poll.ports,
                 "failed": len(poll.failed),
+                # The machine is shared: a figure means little without what else ran.
+                "load_average_1m": round(os.getloadavg()[0], 2),
             })
             time.sleep(args.interval)
         steady = [p["seconds"] for p in polls[1:]] or [polls[0]["seconds"]]
