@@ -15,7 +15,8 @@ switches at scale 20), each imported into the inventory under its own names and 
 
 Each poll reports `poller_cpu_seconds` (this process: SSH client, JSON parsing, storing) and,
 with `--driver ssh`, `emulator_cpu_seconds` (the emulator process serving every switch); what
-the wall time has beyond the two is waiting (round trips, and CPU other processes took).
+the wall time has beyond the two is waiting (round trips, PostgreSQL, and CPU other processes
+took; `load_average_1m` says how busy the machine was). fabric/README.md has the figures.
 
 The first poll of a scale has no previous sample (no rates); later polls compute rates and
 write history, the steady state of the beat task. Runs in a scratch test database (created and
