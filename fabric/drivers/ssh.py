@@ -452,7 +452,11 @@ class SonicSshDriver(FabricDriver):
             "known_hosts": known_hosts,
             "connect_timeout": self.connect_timeout,
             "login_timeout": self.connect_timeout,
-            "keepalive_interval": 30,
+            # Polls keep connections open between rounds: a switch that went away without a
+            # word (power loss) is noticed within 30 s, before the next poll would wait the
+            # whole command timeout on it instead of the connect timeout.
+            "keepalive_interval": 15,
+            "keepalive_count_max": 2,
             "agent_path": None,  # only the store's credentials, never the worker's agent
         }
         if credentials.key_file:
