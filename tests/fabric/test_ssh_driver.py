@@ -487,3 +487,22 @@ def test_known_hosts_are_parsed_again_only_when_the_file_changes(tmp_path):
 
     assert keys(_load_known_hosts(path)) == {path.read_text().split(" ", 1)[1].encode()}
     assert keys(first) != keys(_load_known_hosts(path))
+
+
+@pytest.mark.emulator
+@pytest.mark.django_db
+def test_the_lldp_read_leaves_the_connection_to_the_next_poll(trusted_emulator, ssh_settings):
+    from fabric.lldp import _read_lldp
+    from fabric.targets import switch_target
+    from inventory.models import Switch
+
+    ssh_settings.FABRIC_SWITCH_ENDPOINTS = {
+        "leaf01": f"{trusted_emulator.host}:{trusted_emulator.port_of('leaf01')}"}
+    switch = Switch.objects.create(hostname="leaf01", role=Switch.Role.SPINE,
+                                   credentials_ref="sonic/leaf")
+    target = switch_target(switch)
+    assert _read_lldp(switch)[2] == ""
+    opened = _loop().connections[SonicSshDriver(target)._cache_key]
+    assert not read_switch(target).error
+    assert _loop().connections[SonicSshDriver(target)._cache_key] is opened
+    SonicSshDriver(target).close()
