@@ -15,7 +15,8 @@ switches at scale 20), each imported into the inventory under its own names and 
 
 Each poll reports `poller_cpu_seconds` (this process: SSH client, JSON parsing, storing) and,
 with `--driver ssh`, `emulator_cpu_seconds` (the emulator process serving every switch); what
-the wall time has beyond the two is waiting (round trips, and CPU other processes took).
+the wall time has beyond the two is waiting (round trips, PostgreSQL, and CPU other processes
+took; `load_average_1m` says how busy the machine was). fabric/README.md has the figures.
 
 The first poll of a scale has no previous sample (no rates); later polls compute rates and
 write history, the steady state of the beat task. Runs in a scratch test database (created and
@@ -187,6 +188,8 @@ def run_scale(scale: int, args, base_spec: dict) -> dict:
                     process_cpu_seconds(emulator.pid) - emulator_cpu if emulator else 0.0, 3),
                 "ports_stored": poll.ports,
                 "failed": len(poll.failed),
+                # The machine is shared: a figure means little without what else ran.
+                "load_average_1m": round(os.getloadavg()[0], 2),
             })
             time.sleep(args.interval)
         steady = [p["seconds"] for p in polls[1:]] or [polls[0]["seconds"]]

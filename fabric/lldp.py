@@ -223,17 +223,22 @@ def _swaps_and_mismatches(
 
 
 def _read_lldp(switch: Switch) -> tuple[str, list[LldpNeighbor] | None, str]:
+    """One switch's neighbours. Its connection stays open for the counter poll that shares it
+    (fabric.polling.read_switch); a failed read closes it."""
     driver = None
+    failed = True
     try:
         driver = get_fabric_driver(switch_target(switch))
-        return switch.hostname, driver.lldp_neighbors(), ""
+        neighbors = driver.lldp_neighbors()
+        failed = False
+        return switch.hostname, neighbors, ""
     except FabricError as error:
         return switch.hostname, None, str(error)
     except Exception as error:
         logger.exception("reading LLDP of %s failed", switch.hostname)
         return switch.hostname, None, f"{type(error).__name__}: {error}"
     finally:
-        if driver is not None:
+        if driver is not None and failed:
             driver.close()
 
 

@@ -8,6 +8,7 @@ import socket
 import time
 from pathlib import Path
 
+import asyncssh
 import pytest
 
 from fabric.credentials import CredentialsUnavailable, load_credentials
@@ -21,8 +22,10 @@ from fabric.drivers.ssh import (
     SonicSshDriver,
     SwitchAuthenticationFailed,
     SwitchHostKeyRejected,
+    _load_known_hosts,
     _loop,
 )
+from fabric.polling import read_switch
 from tests.fabric.driver_contract import (
     CONTRACT_LEAF,
     CONTRACT_SPINE,
@@ -443,3 +446,63 @@ def test_a_poll_reads_ports_and_counters_in_one_round_trip(trusted_emulator, mon
     assert len(commands) == 1 and commands[0].count("sonic-db-dump -n") == 8
     assert [port.name for port in ports] == [port.name for port in driver.ports()]
     assert {counters.name for counters in snapshot.ports} == {port.name for port in ports}
+
+
+@pytest.mark.emulator
+def test_polls_keep_the_switch_connection_and_a_failed_read_drops_it(
+    trusted_emulator, ssh_settings
+):
+    target = leaf_target(trusted_emulator)
+    key = SonicSshDriver(target)._cache_key
+    connections = _loop().connections
+    assert not read_switch(target).error
+    opened = connections[key]
+    # The next poll (a minute later in production) needs no new SSH handshake.
+    assert read_switch(target).snapshot is not None
+    assert connections[key] is opened and not opened.is_closed()
+    ssh_settings.FABRIC_SSH_COMMAND_TIMEOUT = 0.5
+    trusted_emulator.set_response_delay("leaf01", 2)
+    assert "no answer" in read_switch(target).error
+    assert key not in connections  # the poll after a failure starts on a fresh connection
+    trusted_emulator.set_response_delay("leaf01", 0)
+    assert not read_switch(target).error
+    assert connections[key] is not opened
+    SonicSshDriver(target).close()
+
+
+def test_known_hosts_are_parsed_again_only_when_the_file_changes(tmp_path):
+    path = tmp_path / "known_hosts"
+
+    def line(port: int) -> str:
+        key = asyncssh.generate_private_key("ssh-ed25519").export_public_key().decode()
+        return f"[127.0.0.1]:{port} {key.strip()}\n"
+
+    path.write_text(line(2201))
+    first = _load_known_hosts(path)
+    assert _load_known_hosts(path) is first
+    path.write_text(line(2201))  # same length, maybe the same mtime: a new key all the same
+
+    def keys(known: asyncssh.SSHKnownHosts) -> set[bytes]:
+        return {key.export_public_key() for key in known.match("127.0.0.1", "127.0.0.1", 2201)[0]}
+
+    assert keys(_load_known_hosts(path)) == {path.read_text().split(" ", 1)[1].encode()}
+    assert keys(first) != keys(_load_known_hosts(path))
+
+
+@pytest.mark.emulator
+@pytest.mark.django_db
+def test_the_lldp_read_leaves_the_connection_to_the_next_poll(trusted_emulator, ssh_settings):
+    from fabric.lldp import _read_lldp
+    from fabric.targets import switch_target
+    from inventory.models import Switch
+
+    ssh_settings.FABRIC_SWITCH_ENDPOINTS = {
+        "leaf01": f"{trusted_emulator.host}:{trusted_emulator.port_of('leaf01')}"}
+    switch = Switch.objects.create(hostname="leaf01", role=Switch.Role.SPINE,
+                                   credentials_ref="sonic/leaf")
+    target = switch_target(switch)
+    assert _read_lldp(switch)[2] == ""
+    opened = _loop().connections[SonicSshDriver(target)._cache_key]
+    assert not read_switch(target).error
+    assert _loop().connections[SonicSshDriver(target)._cache_key] is opened
+    SonicSshDriver(target).close()
