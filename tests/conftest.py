@@ -16,10 +16,10 @@ from portal.services.accounts import api_token_create, user_create
 SERIAL_MARKERS = ("slurm", "chaos")
 
 
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        if any(item.get_closest_marker(name) for name in SERIAL_MARKERS):
-            item.add_marker(pytest.mark.xdist_group("shared-services"))
+def pytest_itemcollected(item):
+    # At collection, before any pytest_collection_modifyitems: xdist reads the groups there.
+    if any(item.get_closest_marker(name) for name in SERIAL_MARKERS):
+        item.add_marker(pytest.mark.xdist_group("shared-services"))
 
 
 @pytest.fixture(scope="session", autouse=True)
