@@ -171,6 +171,16 @@ def test_env_example_lists_what_compose_interpolates_and_nothing_unread():
     assert interpolated - listed == set(), "compose asks for variables .env.example omits"
     assert interpolated >= COMPOSE_ONLY
     read = names_read_by_the_settings({})[0] | names_read_by_the_settings(compose_environment())[0]
+    # The directory's and the sign-on proxy's settings are read once their mode is on.
+    read |= names_read_by_the_settings(
+        {
+            "LDAP_SERVER_URI": "ldap://directory.invalid",
+            "LDAP_USER_SEARCH_BASE": "ou=people,dc=example,dc=org",
+            "LDAP_GROUP_SEARCH_BASE": "ou=groups,dc=example,dc=org",
+            "REMOTE_AUTH_ENABLED": "1",
+            "REMOTE_AUTH_TRUSTED_PROXIES": "127.0.0.1",
+        }
+    )[0]
     assert listed - read - COMPOSE_ONLY == set(), ".env.example lists variables nothing reads"
 
 
