@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import socket
 import subprocess
+import threading
 import time
 
 
@@ -80,3 +81,25 @@ class PrivateRedis:
         if self.process and self.process.poll() is None:
             self.process.kill()
             self.process.wait(timeout=10)
+
+
+def outside_the_browser_loop(task, timeout: float = 120) -> None:
+    """Run ORM work (`task`) in a thread of its own and re-raise what it raised: Playwright's
+    event loop in the test's thread would make the publish on commit refuse to run
+    (async_to_sync inside a running loop)."""
+    from django.db import connection
+
+    failures = []
+
+    def run():
+        try:
+            task()
+        except Exception as error:  # surfaced in the test's thread below
+            failures.append(error)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(timeout=timeout)
+    assert not failures, failures

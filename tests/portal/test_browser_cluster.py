@@ -6,7 +6,6 @@ puts a mark on it and moves the fault counts, both without a reload; the page fi
 from __future__ import annotations
 
 import json
-import threading
 import urllib.request
 
 import pytest
@@ -19,6 +18,7 @@ from portal.models import Role
 from portal.services.accounts import api_token_create
 from tests.conftest import ARTIFACTS
 from tests.portal.test_browser_live import log_in
+from tests.support import outside_the_browser_loop
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -49,27 +49,6 @@ def post_json(url: str, body: dict, token: str) -> int:
     )
     with urllib.request.urlopen(request, timeout=10) as response:
         return response.status
-
-
-def outside_the_browser_loop(task) -> None:
-    """Run `task` in a thread of its own: Playwright's event loop in this thread would make the
-    publish on commit refuse to run (async_to_sync inside a running loop)."""
-    from django.db import connection
-
-    failures = []
-
-    def run():
-        try:
-            task()
-        except Exception as error:  # surfaced in the test's thread below
-            failures.append(error)
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    thread.join(timeout=60)
-    assert not failures, failures
 
 
 def after_letter(page, selector: str) -> str:

@@ -10,12 +10,12 @@ setup. No Celery worker is needed: polls run in this process and publish through
 from __future__ import annotations
 
 import os
-import threading
 import time
 
 import pytest
 
 from tests.conftest import ARTIFACTS, CHROMIUM_FLAGS, PortalServerProcess
+from tests.support import outside_the_browser_loop
 
 # django_db: the database is set up for this module (its data is committed by the fixture).
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.django_db]
@@ -25,26 +25,6 @@ EMULATED = "fabric.drivers.emulated.EmulatedDriver"
 # Polled as a whole fabric would be, but only these: a full scale-20 poll (43,000 ports) takes
 # tens of seconds on the shared 2-core machine, and the overview treats the rest as not polled.
 POLLED = ["leaf-p1-r0", "leaf-p1-r1", "leaf-p2-r0", "leaf-p2-r3", "spine-1", "spine-2"]
-
-
-def in_a_thread(task) -> None:
-    """Run ORM work on a thread of its own: Playwright's event loop runs in this one."""
-    from django.db import connection
-
-    failures = []
-
-    def run():
-        try:
-            task()
-        except Exception as error:  # surfaced in the test's thread below
-            failures.append(error)
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    thread.join(timeout=120)
-    assert not failures, failures
 
 
 def truncate_inventory() -> None:
@@ -160,7 +140,7 @@ def test_fabric_overview_is_small_problems_first_and_follows_a_poll(scale_world)
 
     requests_before = []
     page.on("request", lambda request: requests_before.append(request.url))
-    in_a_thread(hot_port_and_poll)
+    outside_the_browser_loop(hot_port_and_poll)
     hot = '#switch-rows tr[data-switch="leaf-p1-r1"][data-state="hot"]'
     page.wait_for_selector(hot, timeout=15_000)
     assert page.text_content(f"{hot} [data-cell=worst]").startswith("Ethernet8 9")

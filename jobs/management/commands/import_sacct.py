@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
-
 from jobs.drivers.sacct import REQUIRED_FIELDS, SACCT_FORMAT, read_sacct
-from jobs.trace_import import TraceRefused, import_trace
+from jobs.management.commands._trace_import import TraceImportCommand
 
 
-class Command(BaseCommand):
+class Command(TraceImportCommand):
     help = (
         f"Import jobs from a `sacct -P -o {SACCT_FORMAT}` dump ('-' reads standard input), "
         "columns in any order by the header's names (needed: "
@@ -18,17 +16,5 @@ class Command(BaseCommand):
         "jobs again is safe."
     )
 
-    def add_arguments(self, parser):
-        parser.add_argument("file", help="Path of the sacct -P output, or - for stdin")
-
-    def handle(self, *args, **options):
-        name = options["file"]
-        try:
-            done = import_trace(name, read_sacct)
-        except TraceRefused as refused:
-            message = "; ".join(refused.problems)
-            raise CommandError(f"{name}: {message}. Nothing was imported.") from None
-        self.stdout.write(self.style.SUCCESS(
-            f"Imported {done.jobs} jobs from {name}: {done.result.created} new, "
-            f"{done.result.updated} updated, {done.jobs - done.result.total} unchanged."
-        ))
+    file_help = "Path of the sacct -P output, or - for stdin"
+    reader = staticmethod(read_sacct)
