@@ -118,6 +118,8 @@ def wait_for_action(page, url: str, status: str = "succeeded") -> None:
         state = page.inner_text("[data-field=status]").strip() if page.query_selector(
             "[data-field=status]") else page.inner_text("main")
         if status in state:
+            # The status may have arrived live; the attempts card is drawn by the server.
+            page.goto(url)
             return
         page.wait_for_timeout(250)
         page.goto(url)
