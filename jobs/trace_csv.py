@@ -17,13 +17,13 @@ from jobs.drivers.base import FinishedJob
 from jobs.drivers.sacct import (
     SLURM_JOB_STATES,
     LineProblem,
-    SeenJobIds,
+    LineProblemAt,
     check_counts,
     check_job_id,
     check_times,
     expand_nodes,
+    read_rows,
 )
-from portal.errors import InvalidInput
 
 REQUIRED_COLUMNS = ("job_id", "user", "account", "state", "submit_time", "gpus")
 OPTIONAL_COLUMNS = ("start_time", "end_time", "node_count", "nodes", "name", "partition",
@@ -166,36 +166,17 @@ def read_jobs_csv(lines: Iterable[str], *, max_problems: int = 1) -> Iterator[Fi
     """Stream the trace into one FinishedJob per row; InvalidInput {"file": ["line N, field F:
     why", ...]} once `max_problems` problems are found, or at the end."""
     reader = csv.reader(_without_bom(lines), strict=True)
-    positions: dict[str, int] | None = None
-    seen = SeenJobIds()
-    problems: list[str] = []
-    while True:
-        try:
-            values = next(reader)
-        except StopIteration:
-            break
-        except csv.Error as error:
-            problems.append(f"line {reader.line_num}, field *: {error}")
-            break
-        if not any(value.strip() for value in values):
-            continue
-        try:
-            if positions is None:
-                positions = _header(values)
-                continue
-            if len(values) != len(positions):
-                raise LineProblem("*", f"{len(values)} fields, the header has {len(positions)}")
-            job = _job({name: values[position] for name, position in positions.items()})
-            if not seen.add(job.job_id):
-                raise LineProblem("job_id", f"job {job.job_id} is already on an earlier line")
-        except LineProblem as problem:
-            problems.append(f"line {reader.line_num}, {problem}")
-            if len(problems) >= max_problems:
-                break
-            continue
-        if not problems:
-            yield job
-    if positions is None and not problems:
-        problems.append("line 1, field *: no header line: the file is empty")
-    if problems:
-        raise InvalidInput({"file": problems})
+
+    def numbered_rows() -> Iterator[tuple[int, list[str]]]:
+        while True:
+            try:
+                values = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as error:
+                raise LineProblemAt(f"line {reader.line_num}, field *: {error}") from None
+            if any(value.strip() for value in values):
+                yield reader.line_num, values
+
+    yield from read_rows(numbered_rows(), header=_header, job_of=_job, id_field="job_id",
+                         max_problems=max_problems)

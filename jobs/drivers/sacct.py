@@ -23,7 +23,7 @@ Anything else is refused: a line that cannot be read is a line whose meaning is 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 
 from inventory.hostlist import expand_hostlist
@@ -280,42 +280,77 @@ def read_sacct(
     must be sacct's header. Raises InvalidInput {"file": ["line N, field F: why", ...]} once
     `max_problems` problems are found (or at the end, naming all of them): nothing about a
     refused file may be written, so read it to the end before writing (import_sacct does)."""
+    def numbered_rows() -> Iterator[tuple[int, list[str]]]:
+        for number, raw in enumerate(lines, start=1):
+            line = raw.rstrip("\r\n")
+            if number == 1:
+                line = line.removeprefix("\ufeff")
+            if line.strip():
+                yield number, line.split("|")
+
+    def job_of(row: dict[str, str]) -> FinishedJob | None:
+        check_job_id(row["JobID"])
+        if not _JOB_ID.match(row["JobID"]):
+            raise LineProblem("JobID", f"{row['JobID']!r} is not a Slurm job id")
+        if "." in row["JobID"]:
+            return None  # a step; the job line carries the job's own totals
+        return _job(row)
+
     positions = None if fields is None else _header(list(fields))
+    yield from read_rows(numbered_rows(), header=_header, job_of=job_of, id_field="JobID",
+                         positions=positions, max_problems=max_problems)
+
+
+def read_rows(
+    rows: Iterable[tuple[int, list[str]]],
+    *,
+    header: Callable[[list[str]], dict[str, int]],
+    job_of: Callable[[dict[str, str]], FinishedJob | None],
+    id_field: str,
+    positions: dict[str, int] | None = None,
+    max_problems: int = 1,
+) -> Iterator[FinishedJob]:
+    """The streaming check every trace reader shares (sacct -P here, CSV in jobs/trace_csv.py):
+    (line number, values) rows, the first the header unless `positions` is given; a job per row
+    (`job_of` may skip one with None), each job id once. Yields jobs only while no line was
+    refused; raises InvalidInput {"file": ["line N, field F: why", ...]} at `max_problems`
+    problems or at the end. A row source may raise LineProblemAt for a line it cannot read."""
     seen = SeenJobIds()
     problems: list[str] = []
-    for number, raw in enumerate(lines, start=1):
-        line = raw.rstrip("\r\n")
-        if number == 1:
-            line = line.removeprefix("\ufeff")
-        if not line.strip():
-            continue
-        try:
-            values = line.split("|")
-            if positions is None:
-                positions = _header(values)
+    try:
+        for number, values in rows:
+            try:
+                if positions is None:
+                    positions = header(values)
+                    continue
+                if len(values) != len(positions):
+                    raise LineProblem(
+                        "*", f"{len(values)} fields, the header has {len(positions)}"
+                    )
+                job = job_of({name: values[position] for name, position in positions.items()})
+                if job is None:
+                    continue
+                if not seen.add(job.job_id):
+                    raise LineProblem(
+                        id_field, f"job {job.job_id} is already on an earlier line"
+                    )
+            except LineProblem as problem:
+                problems.append(f"line {number}, {problem}")
+                if len(problems) >= max_problems:
+                    break
                 continue
-            if len(values) != len(positions):
-                raise LineProblem("*", f"{len(values)} fields, the header has {len(positions)}")
-            row = {name: values[position] for name, position in positions.items()}
-            check_job_id(row["JobID"])
-            if not _JOB_ID.match(row["JobID"]):
-                raise LineProblem("JobID", f"{row['JobID']!r} is not a Slurm job id")
-            if "." in row["JobID"]:
-                continue  # a step; the job line carries the job's own totals
-            job = _job(row)
-            if not seen.add(job.job_id):
-                raise LineProblem("JobID", f"job {job.job_id} is already on an earlier line")
-        except LineProblem as problem:
-            problems.append(f"line {number}, {problem}")
-            if len(problems) >= max_problems:
-                break
-            continue
-        if not problems:
-            yield job
+            if not problems:
+                yield job
+    except LineProblemAt as unreadable:
+        problems.append(str(unreadable))
     if positions is None and not problems:
         problems.append("line 1, field *: no header line: the file is empty")
     if problems:
         raise InvalidInput({"file": problems})
+
+
+class LineProblemAt(ValueError):
+    """A line a row source cannot read at all ("line N, field *: why"): it ends the reading."""
 
 
 def parse_sacct(text: str, *, fields: Sequence[str] | None = None) -> list[FinishedJob]:
