@@ -29,3 +29,9 @@ class Conflict(ServiceError):
     """The request is understood but clashes with the current state (e.g. an illegal transition)."""
 
     status_code = 409
+
+
+class PayloadTooLarge(ServiceError):
+    """A request body past the size its content type allows."""
+
+    status_code = 413

@@ -457,6 +457,9 @@ MIDDLEWARE.insert(
     MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
     "portal.middleware.RejectNulCharactersMiddleware",
 )
+# A topology spec posted as YAML is read no further than this: the SAKURAONE spec is 5 kB, and
+# its templates keep a 12,500-node fleet's spec as small (inventory/api/parsers.py).
+TOPOLOGY_SPEC_MAX_BYTES = 1024 * 1024
 
 LOGGING = {
     "version": 1,

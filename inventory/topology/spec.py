@@ -556,18 +556,94 @@ def _read_wiring(errors: SpecErrors, value: Any, spec: Spec) -> None:
             )
 
 
+# A topology spec of a 12,500-node fleet is a few hundred values once its templates are written
+# out; aliases may repeat a template, but a document that expands past this is an alias bomb (a
+# few hundred bytes of nested aliases expand to billions of values where the spec is
+# re-serialised), refused before anything is built from it.
+MAX_EXPANDED_VALUES = 200_000
+# Deeper than any spec's structure; a deeper document is refused before it is built.
+MAX_DEPTH = 64
+
+
+def _yaml_error(location: str, problem: str) -> InvalidInput:
+    return InvalidInput(
+        [f"{location}: {problem}"], errors=[{"location": location, "message": problem}]
+    )
+
+
+def _check_expansion(root: yaml.Node) -> None:
+    """Refuse a document whose aliases expand past MAX_EXPANDED_VALUES, nest past MAX_DEPTH or
+    name an enclosing collection (a cycle, which no JSON can hold).
+
+    An alias is the very node object it names, so each node's expanded size is computed once
+    (memoised by identity): the walk costs the document's size, not its expansion's.
+    """
+    expanded: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    # (node, depth, children done?) - iterative, so a deep document cannot exhaust the stack.
+    stack: list[tuple[yaml.Node, int, bool]] = [(root, 1, False)]
+    while stack:
+        node, depth, children_done = stack.pop()
+        key = id(node)
+        if children_done:
+            open_nodes.discard(key)
+            size = 1 + sum(expanded[id(child)] for child in _children(node))
+            if size > MAX_EXPANDED_VALUES:
+                raise _too_large(node)
+            expanded[key] = size
+            continue
+        if key in expanded:
+            continue
+        if key in open_nodes:
+            raise _yaml_error(_where(node), "an alias names a collection that contains it")
+        if depth > MAX_DEPTH:
+            raise _yaml_error(_where(node), f"nested deeper than {MAX_DEPTH} levels")
+        open_nodes.add(key)
+        stack.append((node, depth, True))
+        for child in _children(node):
+            if id(child) in open_nodes:
+                raise _yaml_error(_where(child), "an alias names a collection that contains it")
+            if id(child) not in expanded:
+                stack.append((child, depth + 1, False))
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return node.value
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
+def _where(node: yaml.Node) -> str:
+    return f"yaml line {node.start_mark.line + 1}" if node.start_mark else "yaml"
+
+
+def _too_large(node: yaml.Node) -> InvalidInput:
+    return _yaml_error(
+        _where(node),
+        f"expands to more than {MAX_EXPANDED_VALUES:,} values (aliases repeat what they name); "
+        "write the spec out or use its templates",
+    )
+
+
 def spec_from_yaml(source) -> Any:
-    """Parse YAML text or a stream; a syntax error raises InvalidInput naming the line."""
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    """Parse YAML text or a stream with the safe loader; a syntax error raises InvalidInput
+    naming the line, and so does an alias bomb, before it is expanded (`_check_expansion`)."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(source)
     try:
-        return yaml.load(source, Loader=loader)  # noqa: S506 - a safe loader
+        root = loader.get_single_node()
+        if root is None:
+            return None
+        _check_expansion(root)
+        return loader.construct_document(root)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         location = f"yaml line {mark.line + 1}" if mark else "yaml"
         problem = getattr(exc, "problem", None) or str(exc)
-        raise InvalidInput(
-            [f"{location}: {problem}"], errors=[{"location": location, "message": problem}]
-        ) from exc
+        raise _yaml_error(location, problem) from exc
+    finally:
+        loader.dispose()
 
 
 def read_spec(value: Any) -> tuple[Spec, SpecErrors]:

@@ -6,9 +6,11 @@ import json
 
 import pytest
 import yaml
+from django.conf import settings
 
 from inventory.models import Cable, Node, Pod, Switch, SwitchPort, TopologyImportRun
 from tests.inventory.api_helpers import API, nic, port
+from tests.inventory.test_spec import alias_bomb
 
 pytestmark = pytest.mark.django_db
 
@@ -103,6 +105,30 @@ def test_bad_yaml_and_bad_options_are_400s(sakuraone, operator_api):
     )
     assert not_object.status_code == 400
     assert "spec" in not_object.json()
+
+
+def test_a_yaml_alias_bomb_is_a_400_and_an_oversized_spec_a_413(sakuraone, operator_api):
+    runs_before = TopologyImportRun.objects.count()
+    for content_type in ("application/yaml", "text/yaml"):
+        bomb = operator_api.generic(
+            "POST", f"{API}/topology/import", alias_bomb(), content_type=content_type
+        )
+        assert bomb.status_code == 400, bomb.content[:200]
+        assert "aliases repeat what they name" in bomb.json()["errors"][0]["message"]
+    as_string = operator_api.post(
+        f"{API}/topology/import", {"spec": alias_bomb(), "dry_run": True}, format="json"
+    )
+    assert as_string.status_code == 400
+    assert as_string.json()["errors"][0]["location"].startswith("yaml line")
+    oversized = operator_api.generic(
+        "POST",
+        f"{API}/topology/import",
+        "# padding\n" * (settings.TOPOLOGY_SPEC_MAX_BYTES // 10 + 1),
+        content_type="application/yaml",
+    )
+    assert oversized.status_code == 413
+    assert "at most" in oversized.json()["spec"][0]
+    assert TopologyImportRun.objects.count() == runs_before
 
 
 def test_validation_lists_violations_by_rule(sakuraone, operator_api):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import tracemalloc
+
 import pytest
 
 from inventory.topology.importer import build_plan
@@ -256,3 +258,42 @@ def test_a_minimal_spec(sakuraone_spec):
     assert [node.hostname for node in plan.nodes] == ["n1", "n2", "n3"]
     assert plan.gpus == [] and plan.switches == [] and plan.cables == []
     assert plan.nodes[0].rack is None and plan.nodes[0].serial == ""
+
+
+def alias_bomb(levels: int = 9, width: int = 10) -> str:
+    """A few hundred bytes of nested aliases that expand to width**levels values."""
+    lines = ["a0: &a0 [" + ",".join(["lol"] * width) + "]"]
+    for level in range(1, levels):
+        lines.append(f"a{level}: &a{level} [" + ",".join([f"*a{level - 1}"] * width) + "]")
+    return "\n".join(lines) + "\n"
+
+
+def test_an_alias_bomb_is_refused_before_it_expands():
+    bomb = alias_bomb()
+    assert len(bomb) < 500
+    tracemalloc.start()
+    try:
+        with pytest.raises(InvalidInput) as caught:
+            spec_from_yaml(bomb)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert "expands to more than 200,000 values" in caught.value.detail[0]
+    assert peak < 5 * 1024 * 1024
+
+
+def test_aliases_that_stay_small_still_read():
+    text = "base: &base {model: Box, gpus: 8}\nnodes:\n  - *base\n  - {<<: *base, gpus: 4}\n"
+    assert spec_from_yaml(text)["nodes"] == [
+        {"model": "Box", "gpus": 8},
+        {"model": "Box", "gpus": 4},
+    ]
+
+
+def test_a_cycle_and_deep_nesting_are_refused():
+    with pytest.raises(InvalidInput) as cycle:
+        spec_from_yaml("a: &a [1, *a]\n")
+    assert "contains it" in cycle.value.detail[0]
+    with pytest.raises(InvalidInput) as deep:
+        spec_from_yaml("[" * 100 + "]" * 100)
+    assert "deeper than 64" in deep.value.detail[0]
