@@ -12,6 +12,7 @@ portal's machinery produces around every view, each with its JSON body:
   such page or cursor);
 - 409 on POST, PUT, PATCH and DELETE: the change clashes with the current state (a workflow
   rule, or a race the database caught);
+- 413 with a request body: larger than its media type allows (a YAML topology spec: 1 MiB);
 - 415 with a request body: a media type the operation does not parse;
 - 429 where the view has throttles.
 
@@ -56,6 +57,7 @@ ERROR_DESCRIPTIONS = {
     "403": "Your role does not allow this",
     "404": "No such object (or not visible to you), or no such page",
     "409": "The request clashes with the current state",
+    "413": "The body is larger than this media type allows",
     "415": "The body's media type is not accepted",
     "429": "Too many requests; retry after the time in Retry-After",
 }
@@ -107,7 +109,7 @@ class PortalAutoSchema(AutoSchema):
         if self.method in UNSAFE_METHODS:
             statuses.append("409")
         if "requestBody" in operation:
-            statuses.append("415")
+            statuses.extend(["413", "415"])
         if self.view.get_throttles():
             statuses.append("429")
         return statuses
