@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError
 from rest_framework import status
@@ -19,6 +21,13 @@ def exception_handler(exc, context):
             # 400's field list does (the schema's Error): its first message.
             body = {"detail": _first_message(body), **body}
         return Response({**body, **exc.extra}, status=exc.status_code)
+    if isinstance(exc, RequestDataTooBig):
+        # Django's own answer is an HTML 400 and an ERROR with a traceback: a client's mistake.
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        return Response(
+            {"detail": f"The body is larger than the {limit:,} bytes this API reads."},
+            status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+        )
     if isinstance(exc, DjangoValidationError):
         body = exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages}
         return Response(body, status=status.HTTP_400_BAD_REQUEST)

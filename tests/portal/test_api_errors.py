@@ -182,3 +182,30 @@ def test_a_nul_character_anywhere_in_a_json_body_is_a_400_naming_the_field(admin
     bulk = admin.post("/api/inventory/nodes/bulk/", [body], format="json")
     assert bulk.status_code == 400 and "[0].disks[0].model" in bulk.json()
     assert "NUL" in bulk.json()["detail"]
+
+
+@pytest.mark.parametrize("depth", [65, 1000, 100_000])
+@pytest.mark.parametrize("role", [Role.VIEWER, Role.ADMIN])
+def test_json_nested_too_deep_is_a_400_naming_the_depth(api_as, role, depth, caplog):
+    client = api_as(role)
+    body = '{"name": ' + "[" * depth + "]" * depth + "}"
+    response = client.generic("POST", "/api/tokens/", body, content_type="application/json")
+    assert response.status_code == 400, response.content[:300]
+    assert "nested deeper than 64 levels" in response.json()["detail"]
+    assert "Traceback" not in caplog.text
+
+
+def test_json_as_deep_as_allowed_still_reaches_the_serializer(admin):
+    body = '{"name": ' + "[" * 63 + "]" * 63 + "}"
+    response = admin.generic("POST", "/api/tenants/", body, content_type="application/json")
+    assert response.status_code == 400
+    assert "name" in response.json()
+
+
+def test_an_oversized_json_body_is_a_json_413(admin, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 10_000
+    body = '{"name": "' + "x" * 20_000 + '"}'
+    response = admin.generic("POST", "/api/tenants/", body, content_type="application/json")
+    assert response.status_code == 413
+    assert response["Content-Type"] == "application/json"
+    assert "10,000 bytes" in response.json()["detail"]
