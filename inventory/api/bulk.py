@@ -19,6 +19,7 @@ from rest_framework.response import Response
 
 from inventory.api.errors import integrity_error_fields
 from inventory.api.serializers import BulkErrorSerializer
+from portal.api.concurrency import lock_rows
 from portal.errors import InvalidInput, ServiceError
 
 MAX_BULK_ITEMS = 1000
@@ -76,6 +77,8 @@ def bulk_write(view, request) -> Response:
         raise BulkInvalid(errors)
     model = view.get_queryset().model
     with transaction.atomic():
+        if updating:
+            lock_rows(model, [serializer.instance.pk for _, serializer in bound])
         for index, serializer in bound:
             # perform_create/perform_update write inside their own atomic block (the audited
             # mixin, the cabling services); nested in this one it is a savepoint, so a failed

@@ -12,6 +12,7 @@ portal's machinery produces around every view, each with its JSON body:
   such page or cursor);
 - 409 on POST, PUT, PATCH and DELETE: the change clashes with the current state (a workflow
   rule, or a race the database caught);
+- 412 where the operation takes `If-Match`: the object changed since that ETag was read;
 - 413 with a request body: larger than its media type allows (a YAML topology spec: 1 MiB);
 - 415 with a request body: a media type the operation does not parse;
 - 429 where the view has throttles.
@@ -57,6 +58,7 @@ ERROR_DESCRIPTIONS = {
     "403": "Your role does not allow this",
     "404": "No such object (or not visible to you), or no such page",
     "409": "The request clashes with the current state",
+    "412": "The object changed since the `If-Match` ETag was read",
     "413": "The body is larger than this media type allows",
     "415": "The body's media type is not accepted",
     "429": "Too many requests; retry after the time in Retry-After",
@@ -108,6 +110,8 @@ class PortalAutoSchema(AutoSchema):
             statuses.append("404")
         if self.method in UNSAFE_METHODS:
             statuses.append("409")
+        if any(parameter["name"] == "If-Match" for parameter in parameters):
+            statuses.append("412")
         if "requestBody" in operation:
             statuses.extend(["413", "415"])
         if self.view.get_throttles():

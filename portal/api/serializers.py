@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rest_framework import serializers
+from rest_framework.utils import model_meta
 
 from portal.actions.canary import CANARY_MAX_HOLD_SECONDS
 from portal.models import Action, ActionAttempt, APIToken, AuditEntry, Tenant, User
@@ -30,7 +31,31 @@ class StrictSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
 
 
 class StrictModelSerializer(RejectUnknownFieldsMixin, serializers.ModelSerializer):
-    pass
+    """An update writes only the columns the request named (and `auto_now` stamps), so two
+    PATCHes of different fields of one row never put back each other's old value.
+    ModelSerializer.update, but for the `update_fields` of its save."""
+
+    def update(self, instance, validated_data):
+        serializers.raise_errors_on_nested_writes("update", self, validated_data)
+        relations = model_meta.get_field_info(instance).relations
+        to_many = {
+            name: value
+            for name, value in validated_data.items()
+            if name in relations and relations[name].to_many
+        }
+        named = [name for name in validated_data if name not in to_many]
+        for name in named:
+            setattr(instance, name, validated_data[name])
+        columns = {field.name: field for field in instance._meta.concrete_fields}
+        if all(name in columns for name in named):
+            stamps = [name for name, field in columns.items() if getattr(field, "auto_now", False)]
+            if named:
+                instance.save(update_fields=[*named, *stamps])
+        else:
+            instance.save()  # an attribute that is no column: its setter may touch any
+        for name, value in to_many.items():
+            getattr(instance, name).set(value)
+        return instance
 
 
 # --- the portal app's own resources ------------------------------------------------------------
