@@ -30,7 +30,12 @@ class Action(models.Model):
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    idempotency_key = models.CharField(max_length=128, null=True, blank=True, unique=True)
+    # NULL, not "": rows without a key never clash in the unique constraint below.
+    idempotency_key = models.CharField(max_length=128, null=True, blank=True)  # noqa: DJ001
+    # Whose key it is: "user:<id>" or "system". A key is unique per requester, so another
+    # user's request with the same key is a request of its own, never the first user's Action.
+    # Kept apart from requested_by, which a deleted user's rows lose.
+    idempotency_scope = models.CharField(max_length=32, blank=True, default="")
     status = models.CharField(
         max_length=10, choices=ActionStatus.choices, default=ActionStatus.QUEUED, db_index=True
     )
@@ -53,6 +58,10 @@ class Action(models.Model):
         indexes = [models.Index(fields=["status", "not_before"])]
         constraints = [
             models.CheckConstraint(condition=~models.Q(reason=""), name="action_reason_not_empty"),
+            models.UniqueConstraint(
+                fields=["idempotency_scope", "idempotency_key"],
+                name="action_idempotency_key_per_requester",
+            ),
         ]
 
     def __str__(self) -> str:

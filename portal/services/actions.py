@@ -51,8 +51,9 @@ def enqueue_action(
 ) -> tuple[Action, bool]:
     """Write an Action in the caller's transaction and send it to a worker on commit.
 
-    Returns (action, created). With an idempotency key that was used before, the earlier Action
-    is returned and nothing new is queued, so a client may safely repeat a request.
+    Returns (action, created). With an idempotency key that the same requester used before,
+    the earlier Action is returned and nothing new is queued, so a client may safely repeat a
+    request; another user's key of the same text is theirs alone (`idempotency_scope`).
     """
     handler = _handler_or_invalid(kind)
     reason = (reason or "").strip()
@@ -65,9 +66,12 @@ def enqueue_action(
     if idempotency_key is not None and not (1 <= len(idempotency_key) <= 128):
         raise InvalidInput({"idempotency_key": ["Use 1 to 128 characters."]})
 
+    scope = idempotency_scope(requested_by)
     with transaction.atomic():
         if idempotency_key:
-            existing = Action.objects.filter(idempotency_key=idempotency_key).first()
+            existing = Action.objects.filter(
+                idempotency_scope=scope, idempotency_key=idempotency_key
+            ).first()
             if existing is not None:
                 return _same_request_or_conflict(existing, kind, target), False
         try:
@@ -81,11 +85,12 @@ def enqueue_action(
                     reason=reason,
                     requested_by=requested_by,
                     idempotency_key=idempotency_key or None,
+                    idempotency_scope=scope if idempotency_key else "",
                     max_attempts=handler.max_attempts,
                     not_before=timezone.now(),
                 )
         except IntegrityError:
-            existing = Action.objects.get(idempotency_key=idempotency_key)
+            existing = Action.objects.get(idempotency_scope=scope, idempotency_key=idempotency_key)
             return _same_request_or_conflict(existing, kind, target), False
         record_change(
             actor=requested_by,
@@ -235,6 +240,11 @@ def publish_action(action: Action) -> None:
 
 
 # --- internals ---------------------------------------------------------------------------------
+
+
+def idempotency_scope(requested_by) -> str:
+    """Whose idempotency keys a request's key is checked against."""
+    return f"user:{requested_by.pk}" if requested_by is not None else "system"
 
 
 def _handler_or_invalid(kind: str) -> ActionHandler:

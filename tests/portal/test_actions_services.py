@@ -99,6 +99,37 @@ def test_idempotency_key_returns_the_first_action(operator, sent):
         enqueue(operator=operator, target="another target", idempotency_key="drain-gpu001-ticket-7")
 
 
+def test_idempotency_keys_belong_to_who_sent_them(operator, make_user, sent):
+    oncall = make_user("oncall")
+    first, _ = enqueue(operator=operator, reason="operator's reason", idempotency_key="k-1")
+    theirs, created = enqueue(operator=oncall, reason="on-call's reason", idempotency_key="k-1")
+    assert created and theirs.pk != first.pk
+    assert theirs.reason == "on-call's reason" and theirs.requested_by == oncall
+    # The same key with another target: a conflict with their own Action only.
+    _, created = enqueue(
+        operator=make_user("oncall"), target="another target", idempotency_key="k-1"
+    )
+    assert created
+    with pytest.raises(Conflict) as conflict:
+        enqueue(operator=oncall, target="another target", idempotency_key="k-1")
+    assert conflict.value.extra["action_id"] == theirs.pk
+    # The system's keys (policy drains) are one scope of their own.
+    system, created = enqueue(operator=None, idempotency_key="k-1")
+    assert created and enqueue(operator=None, idempotency_key="k-1") == (system, False)
+
+
+def test_another_users_key_over_the_api_is_their_own_request(api_as, sent):
+    operator, oncall = api_as("operator"), api_as("oncall")
+    headers = {"HTTP_IDEMPOTENCY_KEY": "deploy-42"}
+    first = operator.post("/api/actions/canary/", {"reason": "mine"}, format="json", **headers)
+    second = oncall.post("/api/actions/canary/", {"reason": "yours"}, format="json", **headers)
+    assert first.status_code == second.status_code == 202
+    assert first.json()["id"] != second.json()["id"]
+    assert second.json()["reason"] == "yours"
+    repeat = oncall.post("/api/actions/canary/", {"reason": "yours"}, format="json", **headers)
+    assert repeat.json()["id"] == second.json()["id"]
+
+
 def test_successful_run_records_result_attempt_and_audit(operator, sent):
     action, _ = enqueue(operator=operator)
     assert run_action(action_id=action.pk, worker="w1") == "succeeded"
