@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from inventory.models import Node
 from jobs.buckets import size_bucket
+from jobs.drivers.base import JOB_TEXT_LIMITS
 from portal.models import Tenant
 
 LIVE_STATES = ("RUNNING", "PENDING", "COMPLETING", "CONFIGURING", "SUSPENDED")
@@ -25,13 +26,19 @@ class Job(models.Model):
         SQUEUE = "squeue"
         SACCT = "sacct"
 
-    job_id = models.CharField(max_length=32, unique=True, help_text="Slurm job id, e.g. 4242")
-    name = models.CharField(max_length=200, blank=True)
-    user = models.CharField(max_length=64, blank=True, db_index=True)
-    account = models.CharField(max_length=64, blank=True, db_index=True)
-    partition = models.CharField(max_length=64, blank=True, db_index=True)
+    job_id = models.CharField(
+        max_length=JOB_TEXT_LIMITS["job_id"], unique=True, help_text="Slurm job id, e.g. 4242"
+    )
+    name = models.CharField(max_length=JOB_TEXT_LIMITS["name"], blank=True)
+    user = models.CharField(max_length=JOB_TEXT_LIMITS["user"], blank=True, db_index=True)
+    account = models.CharField(max_length=JOB_TEXT_LIMITS["account"], blank=True, db_index=True)
+    partition = models.CharField(
+        max_length=JOB_TEXT_LIMITS["partition"], blank=True, db_index=True
+    )
     state = models.CharField(
-        max_length=32, db_index=True, help_text="RUNNING, PENDING, COMPLETED, FAILED, ..."
+        max_length=JOB_TEXT_LIMITS["state"],
+        db_index=True,
+        help_text="RUNNING, PENDING, COMPLETED, FAILED, ...",
     )
     state_reason = models.CharField(max_length=200, blank=True, help_text="Why pending")
     exit_code = models.IntegerField(null=True, blank=True)

@@ -89,6 +89,18 @@ class SlurmJob:
     state_reason: str = ""
 
 
+# The longest text the portal stores for each of a job's text fields (jobs.models.Job uses
+# these): a trace reader refuses a longer value by line and field before the database sees it.
+JOB_TEXT_LIMITS = {
+    "job_id": 32,
+    "name": 200,
+    "user": 64,
+    "account": 64,
+    "partition": 64,
+    "state": 32,
+}
+
+
 @dataclass(frozen=True)
 class FinishedJob:
     """A job that ended, from accounting (sacct). `state` without the "by <uid>" suffix."""

@@ -27,7 +27,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 
 from inventory.hostlist import expand_hostlist
-from jobs.drivers.base import FinishedJob
+from jobs.drivers.base import JOB_TEXT_LIMITS, FinishedJob
+from jobs.drivers.validation import MAX_HOSTNAME_LENGTH
 from portal.errors import InvalidInput
 
 SACCT_FIELDS = (
@@ -60,12 +61,35 @@ _NO_TIME = {"", "Unknown", "None", "N/A"}
 _NO_NODES = {"", "None assigned", "(null)"}
 
 
+# A message quotes the value it refuses; a 10 MB field must not come back whole.
+MAX_MESSAGE_CHARACTERS = 300
+
+
 class LineProblem(ValueError):
     """What is wrong with one field of one line."""
 
     def __init__(self, field: str, why: str):
-        super().__init__(f"field {field}: {why}")
+        field = shortened(field, 60)
+        super().__init__(f"field {field}: {shortened(why, MAX_MESSAGE_CHARACTERS)}")
         self.field = field
+
+
+def shortened(text: str, limit: int) -> str:
+    """`text`, or its start and how much was left out when it is longer than `limit`."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit:,} more characters)"
+
+
+def check_text_lengths(job: FinishedJob, columns: dict[str, str]) -> None:
+    """Each text field within what the portal stores (JOB_TEXT_LIMITS), named by its column."""
+    for attribute, limit in JOB_TEXT_LIMITS.items():
+        value = getattr(job, attribute)
+        if len(value) > limit:
+            raise LineProblem(
+                columns.get(attribute, attribute),
+                f"{len(value):,} characters, at most {limit} ({value[:20]!r}...)",
+            )
 
 
 def parse_elapsed(value: str) -> int:
@@ -138,11 +162,19 @@ def check_counts(*, nodes: int, gpus: int, nodes_field: str, gpus_field: str) ->
 
 def expand_nodes(value: str, field: str) -> tuple[str, ...]:
     try:
-        return tuple(expand_hostlist(value, field=field))
+        names = tuple(expand_hostlist(value, field=field))
     except InvalidInput as error:
         detail = error.detail.get(field) if isinstance(error.detail, dict) else error.detail
         why = " ".join(map(str, detail if isinstance(detail, list) else [detail]))
         raise LineProblem(field, why) from None
+    too_long = next((name for name in names if len(name) > MAX_HOSTNAME_LENGTH), None)
+    if too_long is not None:
+        raise LineProblem(
+            field,
+            f"a host name of {len(too_long):,} characters, at most {MAX_HOSTNAME_LENGTH} "
+            f"({too_long[:20]!r}...)",
+        )
+    return names
 
 
 class SeenJobIds:
@@ -228,6 +260,16 @@ def _exit_code(value: str) -> tuple[int, int]:
     return int(code), int(signal)
 
 
+SACCT_COLUMNS_OF_TEXT = {
+    "job_id": "JobID",
+    "name": "JobName",
+    "user": "User",
+    "account": "Account",
+    "partition": "Partition",
+    "state": "State",
+}
+
+
 def _job(values: dict[str, str]) -> FinishedJob:
     job_id = values["JobID"]
     state = _state(values["State"])
@@ -298,7 +340,8 @@ def read_sacct(
 
     positions = None if fields is None else _header(list(fields))
     yield from read_rows(numbered_rows(), header=_header, job_of=job_of, id_field="JobID",
-                         positions=positions, max_problems=max_problems)
+                         positions=positions, max_problems=max_problems,
+                         columns=SACCT_COLUMNS_OF_TEXT)
 
 
 def read_rows(
@@ -309,12 +352,15 @@ def read_rows(
     id_field: str,
     positions: dict[str, int] | None = None,
     max_problems: int = 1,
+    columns: dict[str, str] | None = None,
 ) -> Iterator[FinishedJob]:
     """The streaming check every trace reader shares (sacct -P here, CSV in jobs/trace_csv.py):
     (line number, values) rows, the first the header unless `positions` is given; a job per row
     (`job_of` may skip one with None), each job id once. Yields jobs only while no line was
     refused; raises InvalidInput {"file": ["line N, field F: why", ...]} at `max_problems`
-    problems or at the end. A row source may raise LineProblemAt for a line it cannot read."""
+    problems or at the end. A row source may raise LineProblemAt for a line it cannot read.
+    `columns` names the column of each FinishedJob text field, for the length check's message
+    (by default the columns are named as the fields)."""
     seen = SeenJobIds()
     problems: list[str] = []
     try:
@@ -330,6 +376,7 @@ def read_rows(
                 job = job_of({name: values[position] for name, position in positions.items()})
                 if job is None:
                     continue
+                check_text_lengths(job, columns or {})
                 if not seen.add(job.job_id):
                     raise LineProblem(
                         id_field, f"job {job.job_id} is already on an earlier line"

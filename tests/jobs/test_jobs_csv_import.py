@@ -94,6 +94,7 @@ def _replace(row_index: int, column: str, value: str) -> list[str]:
          "line 4, field start_time: a PENDING job has not started"),
         (trace(_replace(4, "end_time", "yesterday")), "line 6, field end_time: 'yesterday'"),
         (trace([*ROWS, "1,FAILED,p-9"]), "line 8, field *: 3 fields, the header has 10"),
+        (trace(_replace(0, "user", "u" * 65)), "line 2, field user: 65 characters, at most 64"),
     ],
 )
 def test_bad_traces_are_refused_naming_line_and_field(tmp_path, db, text, expected):

@@ -118,6 +118,12 @@ def test_optional_columns_may_be_left_out(tmp_path, db):
         (dump(with_field(0, "End", "2025-02-01T09:00:00")), "line 2, field End:"),
         (dump(with_field(3, "Start", "soon")), "line 5, field Start: 'soon' is not a time"),
         (dump() + "204|x|u|a\n", "line 6, field *: 4 fields, the header has 14"),
+        # Longer than the portal stores: named before the database sees it
+        (dump(with_field(0, "JobName", "n" * 201)),
+         "line 2, field JobName: 201 characters, at most 200"),
+        (dump(with_field(3, "User", "u" * 65)), "line 5, field User: 65 characters, at most 64"),
+        (dump(with_field(3, "Account", "a" * 65)), "line 5, field Account: 65 characters"),
+        (dump(with_field(3, "Partition", "p" * 65)), "line 5, field Partition: 65 characters"),
     ],
 )
 def test_bad_input_is_refused_naming_line_and_field_and_nothing_is_written(
@@ -127,6 +133,16 @@ def test_bad_input_is_refused_naming_line_and_field_and_nothing_is_written(
         run_import(tmp_path, text)
     assert expected in str(error.value)
     assert "Nothing was imported" in str(error.value)
+    assert not Job.objects.exists()
+
+
+def test_a_huge_field_is_shortened_in_the_message(tmp_path, db):
+    for field in ("JobName", "Elapsed", "NodeList", "State"):
+        with pytest.raises(CommandError) as error:
+            run_import(tmp_path, dump(with_field(0, field, "x" * 10_000_000)))
+        message = str(error.value)
+        assert f"line 2, field {field}:" in message
+        assert len(message) < 1_000, (field, len(message))
     assert not Job.objects.exists()
 
 
