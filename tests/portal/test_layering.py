@@ -9,6 +9,7 @@ another app's template), which the small walker below holds to the same order.
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 import tomllib
@@ -103,7 +104,7 @@ def template_arrows(source: str) -> list[tuple[str, str]]:
             libraries = bits[bits.index("from") + 1 :] if "from" in bits else bits[1:]
             arrows += [("loads", library) for library in libraries]
         elif bits[0] in ("include", "extends") and len(bits) > 1 and bits[1][0] in "\"'":
-            arrows.append((bits[0] + "s", bits[1][1:-1]))
+            arrows.append(({"include": "includes"}.get(bits[0], bits[0]), bits[1][1:-1]))
     return arrows
 
 
@@ -136,6 +137,29 @@ def template_layer_violations() -> list[str]:
 
 def test_templates_load_and_include_only_their_layer_or_below():
     assert template_layer_violations() == []
+
+
+def test_panels_fill_slots_that_pages_offer_from_the_slots_layer_or_above():
+    """A page of a lower app shows a higher app's panel through a slot (portal/ui_panels.py):
+    a slot no page offers is a typo, and a panel from below would not need one."""
+    from portal.ui_panels import registered_slots
+
+    directories = template_dirs()
+    named = apps_naming_templates()
+    offered = {
+        slot
+        for directory in directories
+        for path in directory.rglob("*.html")
+        for slot in re.findall(r"""["']([\w.]+)["']\|panels""", path.read_text())
+    }
+    assert registered_slots(), "no app registered a panel: AppConfig.ready() did not run?"
+    for slot, templates in registered_slots().items():
+        assert slot in offered, f"no page offers the slot {slot}"
+        for name in templates:
+            found = found_in(directories, name)
+            assert found, f"{name} (in {slot}) does not exist"
+            owner = owner_of(name, found, named)
+            assert RANK[owner] >= RANK[slot.split(".")[0]], f"{name} ({owner}) in {slot}"
 
 
 def test_the_template_walker_sees_loads_includes_and_extends():
