@@ -23,7 +23,6 @@ from jobs.services import request_drain, request_resume
 from jobs.templatetags.jobs_tags import NODE_ACTORS
 from portal.errors import Conflict, InvalidInput
 from portal.models import Role
-from portal.models.accounts import CLUSTER_WIDE_ROLES
 from portal.ordering import Ordering, SortableListMixin
 from portal.views import RoleRequiredMixin
 
@@ -98,12 +97,6 @@ class JobDetailView(RoleRequiredMixin, DetailView):
         context = super().get_context_data(**kwargs)
         context["hardware"] = selectors.job_hardware(self.object)
         context["now"] = timezone.now()
-        if self.object.state == "RUNNING" and self.request.user.role in CLUSTER_WIDE_ROLES:
-            # Observation 7: per-rail throughput from the leaf ports the job's rail NICs reach
-            # (the fabric is cluster data: tenant admins see their job, not the switches).
-            from fabric.rail_health import rail_throughput_for_nodes
-
-            context["rails"] = rail_throughput_for_nodes(list(self.object.nodes.all()))
         return context
 
 

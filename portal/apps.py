@@ -8,7 +8,10 @@ class PortalConfig(AppConfig):
     def ready(self):
         from django.conf import settings
 
-        from portal import lockout  # noqa: F401 - audits login lock-outs
+        from portal import (
+            lockout,  # noqa: F401 - audits login lock-outs
+            tasks,  # noqa: F401 - registers the tasks that services send by name
+        )
         from portal.actions import canary  # noqa: F401 - registers the canary handler
         from portal.actions.registry import import_handler_modules
         from portal.api import schema  # noqa: F401 - documents token auth in OpenAPI

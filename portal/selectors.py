@@ -10,20 +10,6 @@ from django.db.models import Count, QuerySet
 from portal.models import Action, APIToken, AuditEntry, PeriodicTaskState, Role, Tenant, User
 from portal.models.accounts import CLUSTER_WIDE_ROLES
 
-ROLE_NAMES = {role.value for role in Role}
-
-
-def user_role(*, user) -> Role | None:
-    """The role of a user: superusers are admins; otherwise their single role group."""
-    if not user.is_authenticated or not user.is_active:
-        return None
-    if user.is_superuser:
-        return Role.ADMIN
-    names = [name for name in user.groups.values_list("name", flat=True) if name in ROLE_NAMES]
-    if len(names) != 1:
-        return None  # no role, or an ambiguous one: deny rather than guess
-    return Role(names[0])
-
 
 def tenant_list(*, user) -> QuerySet[Tenant]:
     tenants = Tenant.objects.annotate(user_count=Count("users")).order_by("name")

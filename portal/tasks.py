@@ -10,7 +10,10 @@ from portal.periodic import NonOverlappingTask
 
 
 @shared_task(
-    name="portal.tasks.run_action", acks_late=True, reject_on_worker_lost=True, ignore_result=True
+    name="portal.tasks.run_action",  # services.actions.RUN_ACTION_TASK sends it by this name
+    acks_late=True,
+    reject_on_worker_lost=True,
+    ignore_result=True,
 )
 def run_action(action_id: int) -> str:
     from celery import current_task

@@ -1,9 +1,11 @@
-"""Formatting of fabric rates for the pages."""
+"""Formatting of fabric rates for the pages, and the rail throughput of the job page's panel."""
 
 from django import template
 
 from fabric.port_state import PORT_CONDITIONS, heat_cell_condition
 from fabric.port_state import port_condition as _port_condition
+from fabric.rail_health import rail_throughput_for_nodes
+from portal.models.accounts import CLUSTER_WIDE_ROLES
 
 register = template.Library()
 
@@ -18,6 +20,15 @@ def _number(value) -> float | None:
         return float(value)
     except (TypeError, ValueError):
         return None
+
+
+@register.simple_tag(takes_context=True)
+def job_rail_throughput(context, job) -> list:
+    """Observation 7 for a running job: per-rail throughput from the leaf ports its rail NICs
+    reach. The fabric is cluster data: tenant admins see their job, not the switches."""
+    if job.state != "RUNNING" or context["request"].user.role not in CLUSTER_WIDE_ROLES:
+        return []
+    return rail_throughput_for_nodes(list(job.nodes.all()))
 
 
 @register.filter

@@ -80,9 +80,18 @@ class User(AbstractUser):
 
     @property
     def role(self) -> Role | None:
-        """The user's role; superusers count as admins. Cached per instance."""
+        """The user's role: superusers are admins; otherwise their single role group. Cached per
+        instance."""
         if not hasattr(self, "_role_cache"):
-            from portal.selectors import user_role
-
-            self._role_cache = user_role(user=self)
+            self._role_cache = self._role_from_groups()
         return self._role_cache
+
+    def _role_from_groups(self) -> Role | None:
+        if not self.is_authenticated or not self.is_active:
+            return None
+        if self.is_superuser:
+            return Role.ADMIN
+        names = [name for name in self.groups.values_list("name", flat=True) if name in Role]
+        if len(names) != 1:
+            return None  # no role, or an ambiguous one: deny rather than guess
+        return Role(names[0])

@@ -16,6 +16,7 @@ import random
 import uuid
 from datetime import timedelta
 
+from celery import current_app
 from django.conf import settings
 from django.db import IntegrityError, InterfaceError, OperationalError, connection, transaction
 from django.db.models import F
@@ -34,6 +35,9 @@ from portal.services.audit import record_change
 
 logger = logging.getLogger(__name__)
 
+# The worker's entry point for an Action (portal/tasks.py), sent by name: the task calls this
+# module, so importing the task module from here would close a circle.
+RUN_ACTION_TASK = "portal.tasks.run_action"
 # A message may arrive a little before `not_before` when clocks differ between hosts.
 EARLY_DELIVERY_TOLERANCE = timedelta(seconds=1)
 MAX_ERROR_LENGTH = 4000
@@ -193,12 +197,10 @@ def send_action_task(action_id: int, countdown: float = 0) -> None:
     leaves the committed row for the sweeper, marked so it is sent on the sweeper's next run
     after the broker is back rather than only once the row looks lost.
     """
-    from portal.tasks import run_action as run_action_task
-
     if settings.CELERY_TASK_ALWAYS_EAGER and countdown > 0:
         return  # in-process mode has no timer: the sweeper runs the retry when it is due
     try:
-        run_action_task.apply_async((action_id,), countdown=countdown or None)
+        current_app.tasks[RUN_ACTION_TASK].apply_async((action_id,), countdown=countdown or None)
     except Exception as error:
         logger.warning(
             "could not send Action %s to the broker (%s: %s); the sweeper will send it",

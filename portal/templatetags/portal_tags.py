@@ -10,6 +10,7 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import mark_safe
 
+from portal import ui_panels
 from portal.context_processors import may_open
 
 register = template.Library()
@@ -19,6 +20,12 @@ register = template.Library()
 def pretty_json(value) -> str:
     """JSON as the API shows it (not Python's repr), so live updates and page loads match."""
     return json.dumps(value, cls=DjangoJSONEncoder, indent=2, sort_keys=True)
+
+
+@register.filter
+def panels(slot: str) -> list[str]:
+    """The templates higher apps registered for this page's slot (portal/ui_panels.py)."""
+    return ui_panels.panels(slot)
 
 
 # -- links to objects (issue 15): every reference a page shows is a link, if its reader may open it

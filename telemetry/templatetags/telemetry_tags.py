@@ -1,9 +1,12 @@
-"""Telemetry panels other apps' pages include, each one line in their template:
+"""Telemetry panels on other apps' pages, each one line in a template:
 
     {% load telemetry_tags %}
     {% job_utilisation_panel job %}                          the job page
     {% observation3_panel since until tenant %}              the analytics page
     {% tenant_efficiency_panel tenant usage.start %}         the tenant's usage
+
+The jobs app sits below telemetry, so its two pages get theirs through panel slots that
+telemetry/apps.py fills (portal/ui_panels.py); the console's tenant page loads them itself.
 
 Each asks Prometheus through the selectors (bounded by PROMETHEUS_TIMEOUT) and says "no
 telemetry configured" or "Prometheus unreachable" rather than showing zeros.

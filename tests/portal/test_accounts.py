@@ -12,7 +12,6 @@ from rest_framework.test import APIClient
 from portal.authentication import digest_token_key
 from portal.errors import InvalidInput
 from portal.models import APIToken, Role, User
-from portal.selectors import user_role
 from portal.services.accounts import api_token_create, user_create
 
 pytestmark = pytest.mark.django_db
@@ -32,8 +31,8 @@ def test_a_user_has_exactly_one_role(make_user):
     viewer = make_user(Role.VIEWER)
     assert viewer.role == Role.VIEWER
     viewer.groups.add(Group.objects.get(name="operator"))
-    assert user_role(user=User.objects.get(pk=viewer.pk)) is None  # ambiguous: no access
-    assert user_role(user=User.objects.create_superuser("root-user", password="x")) == Role.ADMIN
+    assert User.objects.get(pk=viewer.pk).role is None  # ambiguous: no access
+    assert User.objects.create_superuser("root-user", password="x").role == Role.ADMIN
 
 
 def test_tenant_admins_must_belong_to_a_tenant(tenant_a):
