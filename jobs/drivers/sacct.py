@@ -316,14 +316,27 @@ def _job(values: dict[str, str]) -> FinishedJob:
 
 
 def read_sacct(
-    lines: Iterable[str], *, fields: Sequence[str] | None = None, max_problems: int = 1,
+    lines: Iterable[str],
+    *,
+    fields: Sequence[str] | None = None,
+    max_problems: int = 1,
+    whole_lines: bool = False,
 ) -> Iterator[FinishedJob]:
     """Stream `sacct -P` lines into one FinishedJob per job. Without `fields` the first line
     must be sacct's header. Raises InvalidInput {"file": ["line N, field F: why", ...]} once
     `max_problems` problems are found (or at the end, naming all of them): nothing about a
-    refused file may be written, so read it to the end before writing (import_sacct does)."""
+    refused file may be written, so read it to the end before writing (import_sacct does).
+    With `whole_lines` (a file's lines, newlines kept) a last line without its newline is
+    refused as cut off."""
     def numbered_rows() -> Iterator[tuple[int, list[str]]]:
         for number, raw in enumerate(lines, start=1):
+            if whole_lines and not raw.endswith("\n"):
+                # sacct ends every line with one: a dump cut off inside its last line (say
+                # `...,gres/g`) would otherwise import that job with the GPUs it lost.
+                raise LineProblemAt(
+                    f"line {number}, field *: the file ends inside this line (no newline "
+                    "after it): was the dump cut off?"
+                )
             line = raw.rstrip("\r\n")
             if number == 1:
                 line = line.removeprefix("\ufeff")

@@ -27,7 +27,7 @@ GOOD = "\n".join(
         "102|fail|alice|other|gpu|FAILED|3:0|2025-01-11T10:00:00|2025-01-11T10:00:05|"
         "2025-01-11T10:00:35|00:00:30|gpu005|billing=1,cpu=1,gres/gpu=8,node=1",
     ]
-)
+) + "\n"  # sacct ends every line, the last included, with a newline
 
 
 @pytest.fixture
@@ -63,7 +63,7 @@ def test_a_bad_line_names_itself_and_nothing_is_written(tmp_path, nodes):
     lines = GOOD.splitlines()
     lines.insert(3, "103|short|line")
     dump = tmp_path / "bad.txt"
-    dump.write_text("\n".join(lines))
+    dump.write_text("\n".join(lines) + "\n")
     with pytest.raises(CommandError, match="line 4"):
         call_command("import_sacct", str(dump))
     assert not Job.objects.exists()

@@ -136,6 +136,20 @@ def test_bad_input_is_refused_naming_line_and_field_and_nothing_is_written(
     assert not Job.objects.exists()
 
 
+def test_a_dump_cut_off_inside_its_last_line_is_refused(tmp_path, db):
+    whole = dump()
+    cut = whole[: whole.rindex("gres/gpu=1") + len("gres/g")]  # inside the last AllocTRES
+    with pytest.raises(CommandError) as error:
+        run_import(tmp_path, cut)
+    assert "line 5, field *: the file ends inside this line" in str(error.value)
+    assert not Job.objects.exists()
+    # Cut just before the final newline: the line is whole, but nothing says the file is.
+    with pytest.raises(CommandError):
+        run_import(tmp_path, whole.removesuffix("\n"))
+    assert not Job.objects.exists()
+    assert "Imported 3 jobs" in run_import(tmp_path, whole)
+
+
 def test_a_huge_field_is_shortened_in_the_message(tmp_path, db):
     for field in ("JobName", "Elapsed", "NodeList", "State"):
         with pytest.raises(CommandError) as error:
