@@ -17,9 +17,9 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from faults import intake as parsing
+from faults import parsing
 from faults.hooks import impact_snapshot
-from faults.intake import Incident
+from faults.parsing import Incident
 from faults.models import (
     SUBTYPES,
     Category,

@@ -22,7 +22,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from faults.intake import Components, Incident
+from faults.parsing import Components, Incident
 from faults.models import Category, FaultTicket, IntakeRecord, Source, TimelineKind
 from faults.policies import STEP_DESCRIPTIONS, Rule, rule_for
 from faults.workflow import OPEN_STATUSES
