@@ -1,9 +1,9 @@
 """Intake parsing: turn what a channel delivered into validated `Incident`s, or say what is wrong.
 
-Nothing here writes; services.py records the raw delivery first and then applies the incidents.
-The fingerprint of an incident is `<component>|<kind>`, where the kind is the taxonomy category
-when the event classifies itself (an XID 79 and a user saying "GPU 3 is gone" both say `gpu`),
-so two channels reporting one incident meet on one ticket.
+Nothing here writes; services.intake records the raw delivery first and then applies the
+incidents. The fingerprint of an incident is `<component>|<kind>`, where the kind is the
+taxonomy category when the event classifies itself (an XID 79 and a user saying "GPU 3 is gone"
+both say `gpu`), so two channels reporting one incident meet on one ticket.
 """
 
 from __future__ import annotations

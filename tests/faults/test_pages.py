@@ -9,8 +9,9 @@ import pytest
 from django.template import Context, Template
 from django.test import Client, RequestFactory
 
-from faults import services
 from faults.models import FaultTicket
+from faults.services.intake import receive_platform_event
+from faults.services.tickets import transition_ticket
 from portal.models import Action, Role
 from tests.faults.conftest import xid_event
 
@@ -24,14 +25,14 @@ def oncall_page(make_user):
 
 
 def deliver(**fields):
-    return services.receive_platform_event(raw_body=json.dumps(xid_event(**fields)))[0]
+    return receive_platform_event(raw_body=json.dumps(xid_event(**fields)))[0]
 
 
 def test_board_shows_open_tickets_in_their_columns_and_filters(fleet, oncall_page):
     gpu_fault = deliver()
-    switch_fault = services.receive_platform_event(
+    switch_fault = receive_platform_event(
         raw_body=json.dumps({"kind": "switch_reboot", "switch": "leaf-p1-r0"}))[0]
-    services.transition_ticket(ticket=switch_fault, to_status="triaged", actor=oncall_page.user)
+    transition_ticket(ticket=switch_fault, to_status="triaged", actor=oncall_page.user)
     page = oncall_page.get("/faults/")
     assert page.status_code == 200
     columns = {status: [t.pk for t in tickets] for status, tickets in page.context["columns"]}
@@ -83,9 +84,9 @@ def test_acknowledge_and_transition_in_place_with_htmx(fleet, oncall_page):
 
 def test_ticket_page_shows_timeline_actions_and_repeat_offender(fleet, oncall_page):
     first = deliver()
-    services.transition_ticket(ticket=first, to_status="false_positive", actor=oncall_page.user)
+    transition_ticket(ticket=first, to_status="false_positive", actor=oncall_page.user)
     second = deliver()
-    services.transition_ticket(ticket=second, to_status="false_positive", actor=oncall_page.user)
+    transition_ticket(ticket=second, to_status="false_positive", actor=oncall_page.user)
     third = deliver()
     page = oncall_page.get(f"/faults/{third.pk}/")
     html = page.content.decode()

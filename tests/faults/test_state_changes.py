@@ -12,8 +12,8 @@ from django.utils import timezone
 
 from fabric.services import request_port_admin
 from faults.models import Category, FaultTicket, Source, TimelineKind
-from faults.recovery import recovery_steps, request_recovery
-from faults.services import submit_user_report
+from faults.services.intake import submit_user_report
+from faults.services.recovery import recovery_steps, request_recovery
 from inventory.models import Cable, Node, Switch
 from jobs.drivers.base import FinishedJob, SlurmNodeState
 from jobs.models import Job
