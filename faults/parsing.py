@@ -393,6 +393,19 @@ def _generic_alert(kind, alertname, labels, node_name, prefix) -> Incident:
 # --- user reports and Slurm --------------------------------------------------------------------
 
 
+def reported_gpu(node: Node | None, index: int | None) -> GPU | None:
+    """The GPU a person's report names by its index (the form and the API ask for one): on the
+    node the report names, since an index alone does not say whose GPU it is."""
+    if index is None:
+        return None
+    if node is None:
+        raise InvalidInput({"gpu": ["Name the node the GPU is in."]})
+    gpu = GPU.objects.filter(node=node, index=index).first()
+    if gpu is None:
+        raise InvalidInput({"gpu": [f"{node.hostname} has no GPU{index}."]})
+    return gpu
+
+
 def user_report_incident(
     *,
     node: Node | None,

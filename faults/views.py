@@ -13,11 +13,12 @@ from faults import selectors, statistics
 from faults.forms import TransitionForm, UserReportForm
 from faults.hooks import visible_impact
 from faults.models import Category, RecoveryMethod, Source
+from faults.parsing import reported_gpu
 from faults.selectors import FAULT_ACTORS, FAULT_READERS
 from faults.services import intake, tickets
 from faults.services.recovery import recovery_steps, request_recovery
 from faults.workflow import Status, allowed_targets
-from inventory.models import GPU, Pod
+from inventory.models import Pod
 from portal.errors import Conflict, InvalidInput, ServiceError
 from portal.ordering import Ordering, SortableListMixin
 from portal.views import RoleRequiredMixin
@@ -118,6 +119,7 @@ class TicketDetailView(RoleRequiredMixin, TemplateView):
             actions=ticket.actions.order_by("pk"),
             history=history,
             history_count=len(history),
+            standing=selectors.ticket_standing(ticket),
             allowed=allowed_targets(ticket.status),
             categories=Category.choices,
             recovery_methods=RecoveryMethod.choices,
@@ -265,28 +267,20 @@ class ReportView(RoleRequiredMixin, View):
         form = UserReportForm(request.POST)
         if form.is_valid():
             data = form.cleaned_data
-            gpu = None
-            if data.get("gpu") is not None and not data.get("node"):
-                form.add_error("gpu", "Name the node the GPU is in.")
-            elif data.get("gpu") is not None:
-                gpu = GPU.objects.filter(node=data["node"], index=data["gpu"]).first()
-                if gpu is None:
-                    form.add_error("gpu", f"{data['node'].hostname} has no GPU{data['gpu']}.")
-            if not form.errors:
-                try:
-                    ticket, created = intake.submit_user_report(
-                        reported_by=request.user, summary=data["summary"], node=data["node"],
-                        gpu=gpu, switch=data["switch"], category=data["category"],
-                        description=data["description"],
-                    )
-                except ServiceError as refused:
-                    for field, problems in (refused.detail.items()
-                                            if isinstance(refused.detail, dict) else []):
-                        form.add_error(field if field in form.fields else None, problems)
-                else:
-                    word = "opened" if created else "added to the open ticket"
-                    messages.success(request, f"Report {word}: {ticket.reference}.")
-                    return redirect("faults:ticket", pk=ticket.pk)
+            try:
+                ticket, created = intake.submit_user_report(
+                    reported_by=request.user, summary=data["summary"], node=data["node"],
+                    gpu=reported_gpu(data["node"], data.get("gpu")), switch=data["switch"],
+                    category=data["category"], description=data["description"],
+                )
+            except ServiceError as refused:
+                for field, problems in (refused.detail.items()
+                                        if isinstance(refused.detail, dict) else []):
+                    form.add_error(field if field in form.fields else None, problems)
+            else:
+                word = "opened" if created else "added to the open ticket"
+                messages.success(request, f"Report {word}: {ticket.reference}.")
+                return redirect("faults:ticket", pk=ticket.pk)
         return render(request, self.template_name, {"form": form}, status=400)
 
 

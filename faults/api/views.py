@@ -14,10 +14,11 @@ from rest_framework.views import APIView
 from faults import selectors, statistics
 from faults.api import serializers as fault_serializers
 from faults.models import FaultTicket, IntakeRecord
+from faults.parsing import reported_gpu
 from faults.selectors import FAULT_ACTORS, FAULT_READERS
 from faults.services import intake, tickets
 from faults.services.recovery import recovery_steps, request_recovery
-from inventory.models import GPU, Node, Switch
+from inventory.models import Node, Switch
 from portal.api.serializers import ActionSerializer
 from portal.api.views import action_accepted
 from portal.api.viewsets import SelectorQuerysetMixin
@@ -84,15 +85,9 @@ class TicketViewSet(
         data = body.validated_data
         node = _by_name(Node, data.get("node"), "node")
         switch = _by_name(Switch, data.get("switch"), "switch")
-        gpu = None
-        if data.get("gpu") is not None:
-            if node is None:
-                raise InvalidInput({"gpu": ["Name the node the GPU is in."]})
-            gpu = GPU.objects.filter(node=node, index=data["gpu"]).first()
-            if gpu is None:
-                raise InvalidInput({"gpu": [f"{node.hostname} has no GPU{data['gpu']}."]})
         ticket, created = intake.submit_user_report(
-            reported_by=request.user, summary=data["summary"], node=node, gpu=gpu, switch=switch,
+            reported_by=request.user, summary=data["summary"], node=node,
+            gpu=reported_gpu(node, data.get("gpu")), switch=switch,
             category=data.get("category", ""), description=data.get("description", ""),
             detected_at=data.get("detected_at"),
         )
