@@ -334,7 +334,7 @@ def test_recurrence_within_the_window_links_the_earlier_ticket(fleet, agent, mak
     assert second.actions.get().pk != first.actions.get().pk
 
 
-# --- text PostgreSQL cannot store, times it cannot either (issue 13) -------------------------
+# --- text PostgreSQL cannot store, times it cannot either: kept or refused, never a 500 ------
 
 
 @pytest.mark.parametrize(
