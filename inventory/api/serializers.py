@@ -13,6 +13,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.validators import UniqueTogetherValidator
 
+from inventory.allocations import allocation_period_errors
 from inventory.api.fields import BriefRelatedField, DetailURLField
 from inventory.models import (
     GPU,
@@ -484,10 +485,12 @@ class AllocationSerializer(StrictModelSerializer):
                 )
             user = self.context["request"].user
             attrs["nodes"] = nodes_from_hostlist(user=user, expression=attrs.pop("hostlist"))
-        start = attrs.get("start", getattr(self.instance, "start", None))
-        end = attrs.get("end", getattr(self.instance, "end", None))
-        if start is not None and end is not None and end <= start:
-            raise serializers.ValidationError({"end": ["an allocation ends after it starts"]})
+        errors = allocation_period_errors(
+            attrs.get("start", getattr(self.instance, "start", None)),
+            attrs.get("end", getattr(self.instance, "end", None)),
+        )
+        if errors:
+            raise serializers.ValidationError(errors)
         return attrs
 
 
