@@ -6,19 +6,20 @@ class FaultsConfig(AppConfig):
 
     def ready(self):
         from fabric.hooks import register_fabric_finding_listener, register_fabric_signal_listener
-        from faults import services, signals
-        from faults.selectors import can_read_faults
+        from faults.selectors import can_read_faults, open_ticket_resume_blockers
+        from faults.services import intake, state_changes
         from inventory.ui_panels import register_node_panel
         from jobs import hooks
         from portal.realtime import register_group_access
 
-        hooks.register_node_unhealthy_listener(services.on_node_unhealthy)
-        hooks.register_resume_guard(services.open_ticket_resume_blockers)
+        hooks.register_node_unhealthy_listener(intake.on_node_unhealthy)
+        hooks.register_resume_guard(open_ticket_resume_blockers)
         # Swapped or missing links and rail imbalance found by the fabric app (fabric.hooks).
-        register_fabric_finding_listener(services.on_fabric_finding)
-        # Signals (issue 15): links, switches, health-check drains, recoveries, NODE_FAIL.
-        register_fabric_signal_listener(signals.on_fabric_signals)
-        hooks.register_slurm_signal_listener(signals.on_slurm_signal)
+        register_fabric_finding_listener(intake.on_fabric_finding)
+        # State changes that are faults or their recovery: links, switches, health-check drains,
+        # nodes back in service, jobs ending NODE_FAIL.
+        register_fabric_signal_listener(state_changes.on_fabric_signals)
+        hooks.register_slurm_signal_listener(state_changes.on_slurm_signal)
         # The board's live group: cluster-wide roles only, never tenant admins (as the API).
         register_group_access("faults", lambda user, group: can_read_faults(user))
         register_node_panel("faults/_node_faults_panel.html")

@@ -102,7 +102,7 @@ BUILT_IN_RULES: dict[str, Rule] = {
              Severity.CRITICAL),
         Rule("node_down", "Node DOWN in Slurm", Category.UNCLASSIFIED, "", Severity.CRITICAL,
              on_clear=("resume",)),
-        # Signals (issue 15): fabric polls and switch Actions, the node-state sync, accounting.
+        # State changes: fabric polls and switch Actions, the node-state sync, accounting.
         Rule("link_down", "Link down", Category.NIC_TRANSCEIVER, "transceiver", Severity.MAJOR,
              propose=("drain",), on_clear=("resume",)),
         Rule("port_shut", "Port shut down", Category.INTERCONNECT_SWITCH, "", Severity.MINOR,

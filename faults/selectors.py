@@ -1,4 +1,5 @@
-"""Reads of the faults app, restricted by who is asking.
+"""Reads of the faults app, restricted by who is asking, and what the workflow and the policy
+say of a ticket (reopenable, repeat offender) for pages to show instead of restating.
 
 Fault tickets are operational data about shared hardware: the cluster-wide roles (admin,
 operator, on-call, viewer) see them; tenant admins see none at all.
@@ -6,10 +7,15 @@ operator, on-call, viewer) see them; tenant admins see none at all.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 from django.db.models import Q, QuerySet
 
 from faults.models import FaultTicket, IntakeRecord, TimelineEntry
-from faults.workflow import BOARD_STATUSES, OPEN_STATUSES, Status
+from faults.policies import repeat_threshold
+from faults.workflow import BOARD_STATUSES, OPEN_STATUSES, is_reopenable
+from inventory.models import Node
 from portal.models import Role
 from portal.models.accounts import CLUSTER_WIDE_ROLES
 
@@ -85,7 +91,8 @@ def ticket_timeline(ticket: FaultTicket) -> QuerySet[TimelineEntry]:
 
 
 def component_history(ticket: FaultTicket) -> QuerySet[FaultTicket]:
-    """Every other ticket on the same GPU serial, or else on the same node or switch."""
+    """Every other ticket on the same component, earlier or later: the same GPU serial (a GPU's
+    history follows its serial from node to node), else the same node, else the same switch."""
     others = FaultTicket.objects.exclude(pk=ticket.pk).select_related("node", "gpu")
     if ticket.gpu_serial:
         return others.filter(gpu_serial=ticket.gpu_serial)
@@ -94,6 +101,41 @@ def component_history(ticket: FaultTicket) -> QuerySet[FaultTicket]:
     if ticket.switch_id:
         return others.filter(switch_id=ticket.switch_id)
     return others.none()
+
+
+def earlier_tickets_for_component(ticket: FaultTicket) -> QuerySet[FaultTicket]:
+    """The tickets that count towards `ticket` being a repeat offender: those of its history
+    detected no later than it. Only a GPU's or a node's count: the repeat rule proposes an RMA
+    with the vendor, which faults.policies asks for GPUs and nodes, never a switch."""
+    if not (ticket.gpu_serial or ticket.node_id):
+        return FaultTicket.objects.none()
+    return component_history(ticket).filter(detected_at__lte=ticket.detected_at)
+
+
+@dataclass(frozen=True)
+class TicketStanding:
+    """What the workflow and the policy say of a ticket now."""
+
+    reopenable: bool  # the workflow lets its status come back as a new linked ticket
+    earlier_tickets: int  # earlier_tickets_for_component
+    repeat_threshold: int  # policies.repeat_threshold()
+
+    @property
+    def is_repeat_offender(self) -> bool:
+        return self.earlier_tickets >= self.repeat_threshold
+
+
+def ticket_standing(ticket: FaultTicket) -> TicketStanding:
+    return TicketStanding(
+        reopenable=is_reopenable(ticket.status),
+        earlier_tickets=earlier_tickets_for_component(ticket).count(),
+        repeat_threshold=repeat_threshold(),
+    )
+
+
+def is_repeat_offender(ticket: FaultTicket) -> bool:
+    """The policy's repeat rule: FAULTS_REPEAT_THRESHOLD earlier tickets on the GPU or node."""
+    return ticket_standing(ticket).is_repeat_offender
 
 
 def node_open_tickets(*, user, node) -> QuerySet[FaultTicket]:
@@ -106,5 +148,16 @@ def intake_list(*, user) -> QuerySet[IntakeRecord]:
     return IntakeRecord.objects.select_related("submitted_by").prefetch_related("tickets")
 
 
-def open_statuses() -> list[str]:
-    return [status for status in Status.values if status in OPEN_STATUSES]
+def open_ticket_resume_blockers(nodes: Sequence[Node]) -> dict[str, str]:
+    """The jobs resume guard: a node with an open ticket stays out unless overridden."""
+    blockers: dict[str, str] = {}
+    tickets = (
+        FaultTicket.objects.filter(node__in=list(nodes), status__in=OPEN_STATUSES)
+        .select_related("node")
+        .order_by("pk")
+    )
+    for ticket in tickets:
+        why = f"open fault ticket {ticket.reference} ({ticket.status}): {ticket.summary}"
+        host = ticket.node.hostname
+        blockers[host] = f"{blockers[host]}; {why}" if host in blockers else why
+    return blockers

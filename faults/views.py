@@ -9,14 +9,16 @@ from django.utils.dateparse import parse_datetime
 from django.views import View
 from django.views.generic import ListView, TemplateView
 
-from faults import selectors, services, statistics
+from faults import selectors, statistics
 from faults.forms import TransitionForm, UserReportForm
 from faults.hooks import visible_impact
 from faults.models import Category, RecoveryMethod, Source
-from faults.recovery import recovery_steps, request_recovery
+from faults.parsing import reported_gpu
 from faults.selectors import FAULT_ACTORS, FAULT_READERS
+from faults.services import intake, tickets
+from faults.services.recovery import recovery_steps, request_recovery
 from faults.workflow import Status, allowed_targets
-from inventory.models import GPU, Pod
+from inventory.models import Pod
 from portal.errors import Conflict, InvalidInput, ServiceError
 from portal.ordering import Ordering, SortableListMixin
 from portal.views import RoleRequiredMixin
@@ -117,6 +119,7 @@ class TicketDetailView(RoleRequiredMixin, TemplateView):
             actions=ticket.actions.order_by("pk"),
             history=history,
             history_count=len(history),
+            standing=selectors.ticket_standing(ticket),
             allowed=allowed_targets(ticket.status),
             categories=Category.choices,
             recovery_methods=RecoveryMethod.choices,
@@ -134,7 +137,7 @@ class TicketDetailView(RoleRequiredMixin, TemplateView):
     @staticmethod
     def form_values(ticket, operation: str, kept) -> dict:
         """What the page's forms show: the ticket's values, or what was typed into the form
-        the server just refused (issue 15: a refusal must not throw the typing away)."""
+        the server just refused, so a refusal never throws the typing away."""
         transition = kept if operation == "transition" else {}
         expected = ticket.rma_expected_at.isoformat() if ticket.rma_expected_at else ""
         return {
@@ -200,7 +203,7 @@ class AcknowledgeView(TicketActView):
     operation = "acknowledge"
 
     def perform(self, request, ticket):
-        return services.acknowledge_ticket(ticket=ticket, actor=request.user)
+        return tickets.acknowledge_ticket(ticket=ticket, actor=request.user)
 
 
 class TransitionView(TicketActView):
@@ -212,7 +215,7 @@ class TransitionView(TicketActView):
             raise InvalidInput(
                 {field: list(errors) for field, errors in form.errors.items()}
             )
-        return services.transition_ticket(
+        return tickets.transition_ticket(
             ticket=ticket, actor=request.user, via="ui", **form.service_arguments()
         )
 
@@ -221,7 +224,7 @@ class NoteView(TicketActView):
     operation = "note"
 
     def perform(self, request, ticket):
-        services.add_note(ticket=ticket, author=request.user, text=request.POST.get("text", ""))
+        tickets.add_note(ticket=ticket, author=request.user, text=request.POST.get("text", ""))
         return ticket
 
 
@@ -245,7 +248,7 @@ class ReopenView(TicketActView):
     operation = "reopen"
 
     def perform(self, request, ticket):
-        return services.reopen_ticket(
+        return tickets.reopen_ticket(
             ticket=ticket, actor=request.user, note=request.POST.get("note", "")
         )
 
@@ -264,28 +267,20 @@ class ReportView(RoleRequiredMixin, View):
         form = UserReportForm(request.POST)
         if form.is_valid():
             data = form.cleaned_data
-            gpu = None
-            if data.get("gpu") is not None and not data.get("node"):
-                form.add_error("gpu", "Name the node the GPU is in.")
-            elif data.get("gpu") is not None:
-                gpu = GPU.objects.filter(node=data["node"], index=data["gpu"]).first()
-                if gpu is None:
-                    form.add_error("gpu", f"{data['node'].hostname} has no GPU{data['gpu']}.")
-            if not form.errors:
-                try:
-                    ticket, created = services.submit_user_report(
-                        reported_by=request.user, summary=data["summary"], node=data["node"],
-                        gpu=gpu, switch=data["switch"], category=data["category"],
-                        description=data["description"],
-                    )
-                except ServiceError as refused:
-                    for field, problems in (refused.detail.items()
-                                            if isinstance(refused.detail, dict) else []):
-                        form.add_error(field if field in form.fields else None, problems)
-                else:
-                    word = "opened" if created else "added to the open ticket"
-                    messages.success(request, f"Report {word}: {ticket.reference}.")
-                    return redirect("faults:ticket", pk=ticket.pk)
+            try:
+                ticket, created = intake.submit_user_report(
+                    reported_by=request.user, summary=data["summary"], node=data["node"],
+                    gpu=reported_gpu(data["node"], data.get("gpu")), switch=data["switch"],
+                    category=data["category"], description=data["description"],
+                )
+            except ServiceError as refused:
+                for field, problems in (refused.detail.items()
+                                        if isinstance(refused.detail, dict) else []):
+                    form.add_error(field if field in form.fields else None, problems)
+            else:
+                word = "opened" if created else "added to the open ticket"
+                messages.success(request, f"Report {word}: {ticket.reference}.")
+                return redirect("faults:ticket", pk=ticket.pk)
         return render(request, self.template_name, {"form": form}, status=400)
 
 

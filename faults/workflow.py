@@ -11,12 +11,15 @@ Skips that are legal, and why:
 - resolved -> mitigating: verification failed (the fix did not hold).
 - triaged -> false_positive: triage may conclude there was no fault after looking closer.
 Everything else is refused (409 naming the allowed targets). `closed` is terminal: a fault that
-comes back is a new ticket linked to the old one (see services.reopen_ticket), so the closed
+comes back is a new ticket linked to the old one (services.tickets.reopen_ticket), so the closed
 ticket's figures (MTTR) stay as they were.
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+from django.conf import settings
 from django.db import models
 
 
@@ -56,7 +59,7 @@ BOARD_STATUSES = (
     Status.RESOLVED,
     Status.VERIFIED,
 )
-# States from which a ticket may be reopened (within FAULTS_REOPEN_WINDOW_HOURS).
+# States from which a ticket may be reopened (within the reopen window).
 REOPENABLE_STATUSES = frozenset({Status.RESOLVED, Status.VERIFIED, Status.CLOSED})
 
 
@@ -64,5 +67,13 @@ def allowed_targets(status: str) -> tuple[str, ...]:
     return ALLOWED_TRANSITIONS.get(status, ())
 
 
-def is_allowed(from_status: str, to_status: str) -> bool:
-    return to_status in allowed_targets(from_status)
+def is_reopenable(status: str) -> bool:
+    """Whether a ticket in `status` may come back as a new linked ticket (the reopen window
+    aside, which services.tickets.reopen_ticket checks against the resolution time)."""
+    return status in REOPENABLE_STATUSES
+
+
+def reopen_window() -> timedelta:
+    """How long after its resolution a ticket may be reopened, and a new ticket with its
+    fingerprint counts as its recurrence (FAULTS_REOPEN_WINDOW_HOURS, default 72)."""
+    return timedelta(hours=float(getattr(settings, "FAULTS_REOPEN_WINDOW_HOURS", 72)))

@@ -1,4 +1,4 @@
-"""Writes for allocations of nodes to tenants (issue 8).
+"""Writes for allocations of nodes to tenants.
 
 An allocation is whole nodes for a period. Two tenants never hold the same node at the same
 time; nodes under maintenance or decommissioned are not handed out. Each allocation is backed
@@ -60,11 +60,21 @@ def _resolve_nodes(
     return list(nodes)
 
 
-def _check_period(start: datetime | None, end: datetime | None) -> None:
+def allocation_period_errors(start: datetime | None, end: datetime | None) -> dict[str, list[str]]:
+    """What is wrong with [start, end) as an allocation's period, by field: it has a start, and
+    an end, when it has one (none: open-ended), after it. The API checks it before anything else
+    of a request; every write here checks it again."""
     if start is None:
-        raise InvalidInput({"start": ["Say when the allocation starts."]})
+        return {"start": ["Say when the allocation starts."]}
     if end is not None and end <= start:
-        raise InvalidInput({"end": ["The end must be after the start."]})
+        return {"end": ["The end must be after the start."]}
+    return {}
+
+
+def _check_period(start: datetime | None, end: datetime | None) -> None:
+    errors = allocation_period_errors(start, end)
+    if errors:
+        raise InvalidInput(errors)
 
 
 def _check_allocatable(nodes: list[Node]) -> None:

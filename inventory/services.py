@@ -1,4 +1,6 @@
-"""Writes to the inventory that need more than a row: cabling, with every end checked.
+"""Writes to the inventory that need more than a row: cabling, with every end checked, and the
+rail rules a NIC or a cable must keep (checked here, before a write, so every caller refuses
+alike and names what is in the way).
 
 The database keeps a NIC or port in at most one active cable per end column; these services also
 close the gap between columns (side A of one cable, side B of another) by locking both ends'
@@ -12,7 +14,7 @@ from decimal import Decimal
 from django.db import transaction
 from django.db.models import Q
 
-from inventory.models import NIC, Cable, CableStatus, SwitchPort
+from inventory.models import NIC, RAILS, Cable, CableStatus, Node, SwitchPort
 from portal.errors import InvalidInput
 from portal.services.audit import record_change, snapshot
 
@@ -131,6 +133,30 @@ def cable_set_status(*, cable: Cable, status: str, actor=None, via: str = "api")
         via=via,
     )
     return cable
+
+
+# -- a node's rails: one rail NIC per rail -------------------------------------------------------
+
+
+def nic_rail_errors(
+    *, node: Node | None, role: str | None, rail: int | None, nic: NIC | None = None
+) -> dict[str, list[str]]:
+    """Errors, under `rail`, when a NIC of `role` on `rail` would break a node's rails: a rail NIC
+    has its rail index, no other NIC has one, and each rail has one NIC per node (Table 2).
+    `nic` is the NIC being changed, if any, which does not hold a rail against itself. The
+    database's constraints say the same, but too late to name the NIC that holds the rail."""
+    if role == NIC.Role.RAIL and rail is None:
+        return {"rail": [f"a rail NIC needs its rail index (0-{RAILS - 1})"]}
+    if role != NIC.Role.RAIL and rail is not None:
+        return {"rail": [f"only rail NICs have a rail index; this one is {role}"]}
+    if role == NIC.Role.RAIL and node is not None:
+        taken = NIC.objects.filter(node=node, rail=rail)
+        if nic is not None:
+            taken = taken.exclude(pk=nic.pk)
+        device = taken.values_list("device", flat=True).first()
+        if device is not None:
+            return {"rail": [f"{node.hostname} {device} already serves rail {rail}"]}
+    return {}
 
 
 # -- the API's cabling: the rail rule checked before a cable exists ------------------------------

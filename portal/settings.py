@@ -428,7 +428,7 @@ FAULTS_REOPEN_WINDOW_HOURS = env_float(ENV, "FAULTS_REOPEN_WINDOW_HOURS", 72.0)
 # {"xid:63": {"auto": ["drain"]}}; and how many earlier tickets make a repeat offender.
 FAULTS_POLICY_OVERRIDES: dict = {}
 FAULTS_REPEAT_THRESHOLD = 2
-# Extra Alertmanager alertname -> event kind mappings (faults/intake.py has the defaults).
+# Extra Alertmanager alertname -> event kind mappings (faults/parsing.py has the defaults).
 FAULTS_ALERTNAME_KINDS: dict = {}
 
 # --- telemetry (issue 16): GPU telemetry read from the site's Prometheus (telemetry/) -----------

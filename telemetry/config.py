@@ -52,7 +52,7 @@ def _duration(seconds: float) -> str:
 
 def alert_rules(evaluation_seconds: float) -> dict:
     """The alerting rules. Each alert carries the labels the portal's intake maps
-    (faults/intake.py parse_alertmanager): `node`, `gpu` or `device`, `xid`, `severity`."""
+    (faults/parsing.py parse_alertmanager): `node`, `gpu` or `device`, `xid`, `severity`."""
     # One copy of the XID metric per job on the GPU (hpc_job): the alert is about the GPU.
     xid = "max without (hpc_job) (DCGM_FI_DEV_XID_ERRORS)"
     # Only XIDs the portal has a policy for fire: an unknown one would be refused (400).

@@ -17,7 +17,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from faults.models import IntakeRecord
-from faults.services import submit_user_report
+from faults.services.intake import submit_user_report
 from inventory.allocations import allocation_create
 from inventory.models import GPU, NIC, LifecycleStatus, Node, Pod, Rack, Switch, SwitchPort
 from inventory.services import cable_create

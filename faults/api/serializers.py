@@ -7,7 +7,6 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from faults.hooks import visible_impact
-from faults.intake import DEFAULT_ALERTNAME_KINDS
 from faults.models import (
     Category,
     FaultTicket,
@@ -17,8 +16,9 @@ from faults.models import (
     Source,
     TimelineEntry,
 )
+from faults.parsing import DEFAULT_ALERTNAME_KINDS
 from faults.policies import KNOWN_XIDS, PLATFORM_KINDS
-from faults.recovery import RECOVERY_STEP_NAMES, recovery_steps
+from faults.services.recovery import RECOVERY_STEP_NAMES, recovery_steps
 from faults.workflow import Status, allowed_targets
 
 
@@ -149,7 +149,7 @@ class ReopenSerializer(serializers.Serializer):
 
 
 class PlatformEventSerializer(serializers.Serializer):
-    """Documentation of the platform event body (validated by faults.intake)."""
+    """Documentation of the platform event body (validated by faults.parsing)."""
 
     kind = serializers.ChoiceField(choices=[(k, k) for k in PLATFORM_KINDS])
     node = serializers.CharField(required=False, help_text="hostname; all kinds but switch_reboot")

@@ -11,12 +11,14 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from faults import selectors, services, statistics
+from faults import selectors, statistics
 from faults.api import serializers as fault_serializers
 from faults.models import FaultTicket, IntakeRecord
-from faults.recovery import recovery_steps, request_recovery
+from faults.parsing import reported_gpu
 from faults.selectors import FAULT_ACTORS, FAULT_READERS
-from inventory.models import GPU, Node, Switch
+from faults.services import intake, tickets
+from faults.services.recovery import recovery_steps, request_recovery
+from inventory.models import Node, Switch
 from portal.api.serializers import ActionSerializer
 from portal.api.views import action_accepted
 from portal.api.viewsets import SelectorQuerysetMixin
@@ -83,15 +85,9 @@ class TicketViewSet(
         data = body.validated_data
         node = _by_name(Node, data.get("node"), "node")
         switch = _by_name(Switch, data.get("switch"), "switch")
-        gpu = None
-        if data.get("gpu") is not None:
-            if node is None:
-                raise InvalidInput({"gpu": ["Name the node the GPU is in."]})
-            gpu = GPU.objects.filter(node=node, index=data["gpu"]).first()
-            if gpu is None:
-                raise InvalidInput({"gpu": [f"{node.hostname} has no GPU{data['gpu']}."]})
-        ticket, created = services.submit_user_report(
-            reported_by=request.user, summary=data["summary"], node=node, gpu=gpu, switch=switch,
+        ticket, created = intake.submit_user_report(
+            reported_by=request.user, summary=data["summary"], node=node,
+            gpu=reported_gpu(node, data.get("gpu")), switch=switch,
             category=data.get("category", ""), description=data.get("description", ""),
             detected_at=data.get("detected_at"),
         )
@@ -108,7 +104,7 @@ class TicketViewSet(
     def transition(self, request, pk=None):
         body = fault_serializers.TransitionRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        ticket = services.transition_ticket(
+        ticket = tickets.transition_ticket(
             ticket=self.get_object(), actor=request.user, **body.validated_data
         )
         return Response(fault_serializers.TicketSerializer(ticket).data)
@@ -117,7 +113,7 @@ class TicketViewSet(
                    responses={200: fault_serializers.TicketSerializer})
     @action(detail=True, methods=["post"])
     def acknowledge(self, request, pk=None):
-        ticket = services.acknowledge_ticket(ticket=self.get_object(), actor=request.user)
+        ticket = tickets.acknowledge_ticket(ticket=self.get_object(), actor=request.user)
         return Response(fault_serializers.TicketSerializer(ticket).data)
 
     @extend_schema(summary="Add a note to the timeline", request=fault_serializers.NoteSerializer,
@@ -126,7 +122,7 @@ class TicketViewSet(
     def notes(self, request, pk=None):
         body = fault_serializers.NoteSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        entry = services.add_note(
+        entry = tickets.add_note(
             ticket=self.get_object(), author=request.user, text=body.validated_data["text"]
         )
         return Response(fault_serializers.TimelineEntrySerializer(entry).data, status=201)
@@ -138,7 +134,7 @@ class TicketViewSet(
     def reopen(self, request, pk=None):
         body = fault_serializers.ReopenSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        ticket = services.reopen_ticket(
+        ticket = tickets.reopen_ticket(
             ticket=self.get_object(), actor=request.user, note=body.validated_data.get("note", "")
         )
         return Response(fault_serializers.TicketSerializer(ticket).data, status=201)
@@ -164,7 +160,7 @@ class TicketViewSet(
             action = request_recovery(ticket=ticket, step=step, actor=request.user)
         return action_accepted(request, action)
 
-    @extend_schema(summary="Earlier and later tickets on the same GPU serial or node",
+    @extend_schema(summary="Earlier and later tickets on the same GPU serial, node or switch",
                    responses={200: fault_serializers.HistoryTicketSerializer(many=True)})
     @action(detail=True, methods=["get"], pagination_class=None)  # all of it, in one list
     def history(self, request, pk=None):
@@ -198,7 +194,7 @@ class PlatformEventView(FaultPermissions, APIView):
                                                     "event is kept as an intake record")},
     )
     def post(self, request):
-        ticket, created = services.receive_platform_event(
+        ticket, created = intake.receive_platform_event(
             raw_body=_raw_body(request), submitted_by=request.user
         )
         return _intake_response(ticket, created)
@@ -214,7 +210,7 @@ class AlertmanagerWebhookView(FaultPermissions, APIView):
                    400: OpenApiResponse(description="Malformed; the raw body is kept")},
     )
     def post(self, request):
-        outcome = services.receive_alertmanager(
+        outcome = intake.receive_alertmanager(
             raw_body=_raw_body(request), submitted_by=request.user
         )
         return Response({"alerts": outcome})

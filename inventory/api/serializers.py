@@ -13,6 +13,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.validators import UniqueTogetherValidator
 
+from inventory.allocations import allocation_period_errors
 from inventory.api.fields import BriefRelatedField, DetailURLField
 from inventory.models import (
     GPU,
@@ -29,6 +30,7 @@ from inventory.models import (
     SwitchPort,
 )
 from inventory.selectors import nic_link, nodes_from_hostlist
+from inventory.services import nic_rail_errors
 from portal.api.serializers import StrictModelSerializer, StrictSerializer
 from portal.models import Tenant
 
@@ -267,19 +269,10 @@ class NICSerializer(LinkedMixin, StrictModelSerializer):
         def current(name):
             return attrs.get(name, getattr(self.instance, name, None))
 
-        role, rail, node = current("role"), current("rail"), current("node")
-        errors: dict[str, list[str]] = {}
-        if role == NIC.Role.RAIL and rail is None:
-            errors["rail"] = ["a rail NIC needs its rail index (0-7)"]
-        if role != NIC.Role.RAIL and rail is not None:
-            errors["rail"] = [f"only rail NICs have a rail index; this one is {role}"]
-        if role == NIC.Role.RAIL and rail is not None and node is not None:
-            taken = NIC.objects.filter(node=node, rail=rail)
-            if self.instance is not None:
-                taken = taken.exclude(pk=self.instance.pk)
-            device = taken.values_list("device", flat=True).first()
-            if device is not None:
-                errors["rail"] = [f"{node.hostname} {device} already serves rail {rail}"]
+        node = current("node")
+        errors = nic_rail_errors(
+            node=node, role=current("role"), rail=current("rail"), nic=self.instance
+        )
         gpu = current("affinity_gpu")
         if gpu is not None and node is not None and gpu.node_id != node.pk:
             errors["affinity_gpu"] = [f"GPU {gpu.pk} is not in node {node.hostname}"]
@@ -492,10 +485,12 @@ class AllocationSerializer(StrictModelSerializer):
                 )
             user = self.context["request"].user
             attrs["nodes"] = nodes_from_hostlist(user=user, expression=attrs.pop("hostlist"))
-        start = attrs.get("start", getattr(self.instance, "start", None))
-        end = attrs.get("end", getattr(self.instance, "end", None))
-        if start is not None and end is not None and end <= start:
-            raise serializers.ValidationError({"end": ["an allocation ends after it starts"]})
+        errors = allocation_period_errors(
+            attrs.get("start", getattr(self.instance, "start", None)),
+            attrs.get("end", getattr(self.instance, "end", None)),
+        )
+        if errors:
+            raise serializers.ValidationError(errors)
         return attrs
 
 

@@ -11,7 +11,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from faults.services import submit_user_report
+from faults.services.intake import submit_user_report
 from inventory.allocations import allocation_create
 from inventory.models import NIC, LifecycleStatus, Node, Pod, Switch, SwitchPort
 from inventory.services import cable_create

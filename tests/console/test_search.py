@@ -10,7 +10,7 @@ from django.test import Client
 from django.utils import timezone
 
 from console.search import search
-from faults.services import submit_user_report
+from faults.services.intake import submit_user_report
 from inventory.allocations import allocation_create
 from inventory.models import GPU, NIC, LifecycleStatus, Node, Pod, Switch, SwitchPort
 from jobs.models import Job

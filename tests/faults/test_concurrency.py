@@ -7,8 +7,8 @@ import threading
 import pytest
 from django.db import connection
 
-from faults import services
 from faults.models import FaultTicket, IntakeRecord
+from faults.services import intake
 from jobs.services import DRAIN_ACTION
 from portal.models import Action
 from tests.faults.conftest import build_fleet, xid_event
@@ -27,7 +27,7 @@ def test_twenty_concurrent_deliveries_make_one_ticket():
     def deliver():
         try:
             start.wait(10)
-            results.append(services.receive_platform_event(raw_body=json.dumps(xid_event())))
+            results.append(intake.receive_platform_event(raw_body=json.dumps(xid_event())))
         except Exception as error:
             errors.append(error)
         finally:

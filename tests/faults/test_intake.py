@@ -75,13 +75,13 @@ def test_policy_override_from_settings(fleet, agent, settings):
 
 
 def test_repeat_offender_gets_a_vendor_proposal(fleet, agent, make_user):
-    from faults import services
+    from faults.services import tickets
 
     oncall = make_user(Role.ONCALL)
     for _ in range(2):
         created = post_json(agent, EVENTS, xid_event()).json()["ticket"]
         ticket = FaultTicket.objects.get(pk=created["id"])
-        services.transition_ticket(ticket=ticket, to_status="false_positive", actor=oncall)
+        tickets.transition_ticket(ticket=ticket, to_status="false_positive", actor=oncall)
     third = FaultTicket.objects.get(pk=post_json(agent, EVENTS, xid_event()).json()["ticket"]["id"])
     assert third.timeline.filter(text__contains="repeat offender").exists()
 
@@ -317,13 +317,13 @@ def test_ticket_list_api_query_count_does_not_grow(fleet, agent, api_as,
 
 
 def test_recurrence_within_the_window_links_the_earlier_ticket(fleet, agent, make_user, settings):
-    from faults import services
+    from faults.services import tickets
 
     settings.FAULTS_REOPEN_WINDOW_HOURS = 24
     first = FaultTicket.objects.get(pk=post_json(agent, EVENTS, xid_event()).json()["ticket"]["id"])
     oncall = make_user(Role.ONCALL)
-    services.transition_ticket(ticket=first, to_status="triaged", actor=oncall)
-    services.transition_ticket(ticket=first, to_status="resolved", actor=oncall,
+    tickets.transition_ticket(ticket=first, to_status="triaged", actor=oncall)
+    tickets.transition_ticket(ticket=first, to_status="resolved", actor=oncall,
                                recovery_method="warm_reboot")
     again = post_json(agent, EVENTS, xid_event())
     assert again.status_code == 201
@@ -334,7 +334,7 @@ def test_recurrence_within_the_window_links_the_earlier_ticket(fleet, agent, mak
     assert second.actions.get().pk != first.actions.get().pk
 
 
-# --- text PostgreSQL cannot store, times it cannot either (issue 13) -------------------------
+# --- text PostgreSQL cannot store, times it cannot either: kept or refused, never a 500 ------
 
 
 @pytest.mark.parametrize(

@@ -4,15 +4,21 @@ history, Actions), the report form, statistics, and the node panel for other app
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from django.template import Context, Template
 from django.test import Client, RequestFactory
+from django.utils import timezone
 
-from faults import services
-from faults.models import FaultTicket
+from faults.models import FaultTicket, TimelineKind
+from faults.selectors import is_repeat_offender
+from faults.services.intake import receive_platform_event
+from faults.services.tickets import transition_ticket
+from faults.workflow import Status, is_reopenable
+from inventory.models import GPU
 from portal.models import Action, Role
-from tests.faults.conftest import xid_event
+from tests.faults.conftest import post_json, xid_event
 
 
 @pytest.fixture
@@ -24,14 +30,14 @@ def oncall_page(make_user):
 
 
 def deliver(**fields):
-    return services.receive_platform_event(raw_body=json.dumps(xid_event(**fields)))[0]
+    return receive_platform_event(raw_body=json.dumps(xid_event(**fields)))[0]
 
 
 def test_board_shows_open_tickets_in_their_columns_and_filters(fleet, oncall_page):
     gpu_fault = deliver()
-    switch_fault = services.receive_platform_event(
+    switch_fault = receive_platform_event(
         raw_body=json.dumps({"kind": "switch_reboot", "switch": "leaf-p1-r0"}))[0]
-    services.transition_ticket(ticket=switch_fault, to_status="triaged", actor=oncall_page.user)
+    transition_ticket(ticket=switch_fault, to_status="triaged", actor=oncall_page.user)
     page = oncall_page.get("/faults/")
     assert page.status_code == 200
     columns = {status: [t.pk for t in tickets] for status, tickets in page.context["columns"]}
@@ -83,9 +89,9 @@ def test_acknowledge_and_transition_in_place_with_htmx(fleet, oncall_page):
 
 def test_ticket_page_shows_timeline_actions_and_repeat_offender(fleet, oncall_page):
     first = deliver()
-    services.transition_ticket(ticket=first, to_status="false_positive", actor=oncall_page.user)
+    transition_ticket(ticket=first, to_status="false_positive", actor=oncall_page.user)
     second = deliver()
-    services.transition_ticket(ticket=second, to_status="false_positive", actor=oncall_page.user)
+    transition_ticket(ticket=second, to_status="false_positive", actor=oncall_page.user)
     third = deliver()
     page = oncall_page.get(f"/faults/{third.pk}/")
     html = page.content.decode()
@@ -97,6 +103,57 @@ def test_ticket_page_shows_timeline_actions_and_repeat_offender(fleet, oncall_pa
     assert "XID 79 GPU fell off the bus" in html
     assert oncall_page.post(f"/faults/{third.pk}/notes/", {"text": "reseated"}).status_code == 302
     assert third.timeline.filter(kind="note", text="reseated").exists()
+
+
+def history_heading(client, ticket) -> str:
+    html = client.get(f"/faults/{ticket.pk}/").content.decode()
+    return re.search(r'id="history-title">(.*?)</h2>', html, re.DOTALL).group(1)
+
+
+def vendor_proposed_on_repeat(ticket) -> bool:
+    return ticket.timeline.filter(kind=TimelineKind.PROPOSAL,
+                                  text__contains="repeat offender").exists()
+
+
+@pytest.mark.parametrize("threshold", [2, 3])
+def test_page_and_policy_agree_on_the_repeat_offender(fleet, oncall_page, settings, threshold):
+    """The page shows the policy's answer: earlier tickets against FAULTS_REPEAT_THRESHOLD. The
+    first ticket has two later ones in its history, which does not make it a repeat offender."""
+    settings.FAULTS_REPEAT_THRESHOLD = threshold
+    tickets = []
+    for _ in range(3):
+        tickets.append(deliver())
+        transition_ticket(ticket=tickets[-1], to_status="false_positive", actor=oncall_page.user)
+    first, _, third = tickets
+    assert vendor_proposed_on_repeat(third) == (threshold == 2)
+    assert not vendor_proposed_on_repeat(first)
+    for ticket in tickets:
+        said = "repeat offender" in history_heading(oncall_page, ticket)
+        assert said == is_repeat_offender(ticket) == vendor_proposed_on_repeat(ticket)
+    assert "2 other tickets" in history_heading(oncall_page, first)
+
+
+def test_page_offers_reopen_where_the_workflow_allows_it(fleet, oncall_page):
+    ticket = deliver()
+    reopen = f'action="/faults/{ticket.pk}/reopen/"'
+    for status in Status.values:
+        FaultTicket.objects.filter(pk=ticket.pk).update(status=status, resolved_at=timezone.now())
+        html = oncall_page.get(f"/faults/{ticket.pk}/").content.decode()
+        assert (reopen in html) == is_reopenable(status), status
+
+
+def test_form_and_api_name_the_reported_gpu_alike(fleet, oncall_page, api_as):
+    GPU.objects.filter(node__hostname="gpu001", index=5).delete()
+    api = api_as(Role.ONCALL)
+    for fields, expected in (
+        ({"gpu": 3}, "Name the node the GPU is in."),
+        ({"node": "gpu001", "gpu": 5}, "gpu001 has no GPU5."),
+    ):
+        refused = post_json(api, "/api/faults/tickets/", {"summary": "NCCL hangs", **fields})
+        assert refused.status_code == 400 and refused.json()["gpu"] == [expected]
+        page = oncall_page.post("/faults/report/", {"summary": "NCCL hangs", **fields})
+        assert page.status_code == 400 and page.context["form"].errors["gpu"] == [expected]
+    assert not FaultTicket.objects.exists()
 
 
 def test_report_form_opens_a_ticket_and_refuses_bad_input(fleet, oncall_page):

@@ -112,9 +112,9 @@ async def test_faults_group_refuses_tenant_admins_and_pushes_to_staff():
 
     import json
 
-    from faults import services
+    from faults.services import intake
 
-    await sync_to_async(services.receive_platform_event)(raw_body=json.dumps(xid_event()))
+    await sync_to_async(intake.receive_platform_event)(raw_body=json.dumps(xid_event()))
     event = await socket.receive_json_from(timeout=5)
     assert event["event"] == "fault.created" and event["payload"]["status"] == "new"
     assert event["payload"]["node"] == "gpu001"

@@ -7,8 +7,8 @@ import itertools
 import pytest
 from django.utils import timezone
 
-from faults import services
 from faults.models import Category, FaultTicket, FaultTransition, RecoveryMethod
+from faults.services import tickets
 from faults.workflow import ALLOWED_TRANSITIONS, Status
 from portal.errors import Conflict, InvalidInput
 from portal.models import Role
@@ -41,7 +41,7 @@ def test_the_table_covers_every_state():
 def test_allowed_transition_moves_stamps_and_records(db, make_user, from_status, to_status):
     user = make_user(Role.ONCALL)
     ticket = ticket_in(from_status, category=Category.GPU)
-    moved = services.transition_ticket(
+    moved = tickets.transition_ticket(
         ticket=ticket, to_status=to_status, actor=user, note="why", **FIELDS_FOR.get(to_status, {})
     )
     assert moved.status == to_status
@@ -63,7 +63,7 @@ def test_allowed_transition_moves_stamps_and_records(db, make_user, from_status,
 def test_refused_transition_is_a_conflict_naming_the_allowed(db, make_user, from_status, to_status):
     ticket = ticket_in(from_status, category=Category.GPU, recovery_method="warm_reboot")
     with pytest.raises(Conflict) as caught:
-        services.transition_ticket(
+        tickets.transition_ticket(
             ticket=ticket, to_status=to_status, actor=make_user(Role.ONCALL),
             **FIELDS_FOR.get(to_status, {}),
         )
@@ -89,21 +89,21 @@ def test_api_refusal_is_409_with_the_allowed_states(db, api_as):
 def test_triage_needs_a_category_resolve_a_method_and_rma_the_case(db, make_user):
     user = make_user(Role.ONCALL)
     with pytest.raises(InvalidInput) as caught:
-        services.transition_ticket(ticket=ticket_in(Status.NEW), to_status="triaged", actor=user)
+        tickets.transition_ticket(ticket=ticket_in(Status.NEW), to_status="triaged", actor=user)
     assert "category" in caught.value.detail
     with pytest.raises(InvalidInput) as caught:
-        services.transition_ticket(
+        tickets.transition_ticket(
             ticket=ticket_in(Status.MITIGATING), to_status="resolved", actor=user
         )
     assert "recovery_method" in caught.value.detail
     with pytest.raises(InvalidInput) as caught:
-        services.transition_ticket(
+        tickets.transition_ticket(
             ticket=ticket_in(Status.MITIGATING), to_status="awaiting_vendor", actor=user,
             rma_part="NVLink module",
         )
     assert list(caught.value.detail) == ["rma_case_number"]
     with pytest.raises(InvalidInput) as caught:
-        services.transition_ticket(
+        tickets.transition_ticket(
             ticket=ticket_in(Status.NEW, category=Category.GPU), to_status="triaged", actor=user,
             subtype="leaf",
         )
@@ -150,13 +150,13 @@ def test_reopen_within_the_window_links_a_new_ticket(db, make_user, settings):
     user = make_user(Role.ONCALL)
     resolved = ticket_in(Status.CLOSED, category=Category.GPU, fingerprint="gpu:1|gpu",
                          resolved_at=timezone.now() - timezone.timedelta(hours=2))
-    again = services.reopen_ticket(ticket=resolved, actor=user, note="came back")
+    again = tickets.reopen_ticket(ticket=resolved, actor=user, note="came back")
     assert again.reopened_from == resolved and again.status == Status.NEW
     assert again.fingerprint == "gpu:1|gpu"
     with pytest.raises(Conflict):  # one open ticket per fingerprint
-        services.reopen_ticket(ticket=resolved, actor=user)
+        tickets.reopen_ticket(ticket=resolved, actor=user)
     old = ticket_in(Status.CLOSED, resolved_at=timezone.now() - timezone.timedelta(hours=30))
     with pytest.raises(Conflict, match="open a new ticket"):
-        services.reopen_ticket(ticket=old, actor=user)
+        tickets.reopen_ticket(ticket=old, actor=user)
     with pytest.raises(Conflict):
-        services.reopen_ticket(ticket=ticket_in(Status.MITIGATING), actor=user)
+        tickets.reopen_ticket(ticket=ticket_in(Status.MITIGATING), actor=user)

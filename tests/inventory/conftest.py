@@ -65,7 +65,7 @@ def delete_inventory() -> None:
 
     with transaction.atomic(), connection.cursor() as cursor:
         # Tickets point at nodes, ports and switches: a module that polled its committed fleet
-        # may have opened some (faults/signals.py).
+        # may have opened some (faults/services/state_changes.py).
         FaultTicket.objects.all().delete()
         IntakeRecord.objects.all().delete()
         for table in tables:

@@ -10,6 +10,7 @@ from inventory.allocations import (
     RESERVATION_SYNC_ACTION,
     allocation_create,
     allocation_end,
+    allocation_period_errors,
     allocation_update,
 )
 from inventory.models import Allocation, LifecycleStatus, Node, Pod, Rack
@@ -174,3 +175,17 @@ def test_api_allocations_go_through_the_service(racks, tenant_a, tenant_b, opera
     assert operator_api.delete(f"/api/inventory/allocations/{allocation_id}/").status_code == 204
     assert Action.objects.filter(kind=RESERVATION_SYNC_ACTION).count() == 2
     assert Allocation.objects.count() == 0
+
+
+def test_api_and_service_refuse_a_backwards_period_alike(racks, tenant_a, operator_api):
+    with pytest.raises(InvalidInput) as refused:
+        allocation_create(tenant=tenant_a, hostlist="gpu001", start=NOW, end=NOW - DAY)
+    assert refused.value.detail == allocation_period_errors(NOW, NOW - DAY)
+    backwards = {"tenant": tenant_a.pk, "hostlist": "gpu001", "start": NOW.isoformat(),
+                 "end": (NOW - DAY).isoformat()}
+    created = operator_api.post("/api/inventory/allocations/", backwards, format="json")
+    assert created.status_code == 400 and created.json() == refused.value.detail
+    allocation = allocation_create(tenant=tenant_a, hostlist="gpu001", start=NOW)
+    changed = operator_api.patch(f"/api/inventory/allocations/{allocation.pk}/",
+                                 {"end": (NOW - DAY).isoformat()}, format="json")
+    assert changed.status_code == 400 and changed.json() == refused.value.detail

@@ -1,18 +1,39 @@
-"""The services and selectors the API added: the rail rule before cabling, cable updates, and
-lists that carry each NIC's or port's far end."""
+"""The services and selectors the API added: the rail rules of NICs and of cabling, cable updates,
+and lists that carry each NIC's or port's far end."""
 
 from __future__ import annotations
 
 import pytest
 
-from inventory.models import Cable, CableStatus
+from inventory.models import NIC, Cable, CableStatus
 from inventory.selectors import nic_link, nic_list_with_links, port_list_with_links
-from inventory.services import cable_create_on_rail, cable_rail_errors, cable_update
+from inventory.services import (
+    cable_create_on_rail,
+    cable_rail_errors,
+    cable_update,
+    nic_rail_errors,
+)
 from portal.errors import InvalidInput
 from portal.models import AuditEntry
 from tests.inventory.api_helpers import nic, port
 
 pytestmark = pytest.mark.django_db
+
+
+def test_nic_rail_rule_names_the_nic_holding_the_rail(sakuraone):
+    rail3 = nic("gpu001", "mlx5_4")
+    node = rail3.node
+    assert nic_rail_errors(node=node, role=NIC.Role.RAIL, rail=3, nic=rail3) == {}
+    assert nic_rail_errors(node=node, role=NIC.Role.RAIL, rail=3) == {
+        "rail": ["gpu001 mlx5_4 already serves rail 3"]
+    }
+    assert nic_rail_errors(node=node, role=NIC.Role.RAIL, rail=None) == {
+        "rail": ["a rail NIC needs its rail index (0-7)"]
+    }
+    assert nic_rail_errors(node=node, role=NIC.Role.STORAGE, rail=2) == {
+        "rail": ["only rail NICs have a rail index; this one is storage"]
+    }
+    assert nic_rail_errors(node=node, role=NIC.Role.MANAGEMENT, rail=None) == {}
 
 
 def test_rail_rule_errors_name_the_nic_side(sakuraone):

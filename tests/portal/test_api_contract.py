@@ -140,7 +140,7 @@ SEEDED_ROUTES = (
 def seed_world() -> dict[str, list]:
     """A small cluster with something behind every route; returns the ids each route's path
     parameter can name (route template -> values)."""
-    from faults import services as fault_services
+    from faults.services import intake as fault_intake
     from inventory.models import GPU, NIC, Allocation, Cable, Node, Pod, Rack, Switch, SwitchPort
     from jobs.models import Job
     from portal.actions.canary import CANARY_KIND
@@ -215,14 +215,14 @@ def seed_world() -> dict[str, list]:
         gpu_seconds=57600,
     )
     # Tickets with and without components: the API must describe both.
-    fault_services.submit_user_report(
+    fault_intake.submit_user_report(
         reported_by=operator, summary="storage switch unreachable", switch=storage
     )
-    fault_services.receive_platform_event(
+    fault_intake.receive_platform_event(
         raw_body=json.dumps({"kind": "xid", "node": "gpu001", "gpu": 3, "xid": 79}),
         submitted_by=operator,
     )
-    fault_services.receive_platform_event(
+    fault_intake.receive_platform_event(
         raw_body=json.dumps({"kind": "switch_reboot", "switch": "leaf-p1-r0"}),
         submitted_by=operator,
     )

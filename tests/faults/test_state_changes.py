@@ -1,5 +1,5 @@
-"""Signals become tickets, and recovery closes them (issue 15 item 2): a link going down (poll
-or a port-shut Action), a health-check drain, a node DOWN, a job ending NODE_FAIL, a switch
+"""Fabric and Slurm state changes become tickets, and recovery closes them: a link going down
+(poll or a port-shut Action), a health-check drain, a node DOWN, a job ending NODE_FAIL, a switch
 unreachable; each opens or joins a ticket with its impact, and the signal clearing proposes the
 resume (or performs it where the policy says so)."""
 
@@ -12,8 +12,8 @@ from django.utils import timezone
 
 from fabric.services import request_port_admin
 from faults.models import Category, FaultTicket, Source, TimelineKind
-from faults.recovery import recovery_steps, request_recovery
-from faults.services import submit_user_report
+from faults.services.intake import submit_user_report
+from faults.services.recovery import recovery_steps, request_recovery
 from inventory.models import Cable, Node, Switch
 from jobs.drivers.base import FinishedJob, SlurmNodeState
 from jobs.models import Job
@@ -277,9 +277,9 @@ def test_a_leaf_maintenance_is_one_ticket_and_its_ports_back_up_propose_the_resu
 def test_the_story_port_shut_health_check_drain_port_up_resume_with_the_simulated_slurm(
     small_fleet, emulated, job_on_gpu002, make_user
 ):
-    """Issue 15's story at service level, with the simulated Slurm's node health check: shut
-    gpu002's leaf port, the NHC drains gpu002 (one ticket, with 1098 in its impact), start the
-    port, the ticket proposes the resume, resume from the ticket, the node is back."""
+    """The on-call story end to end at service level, with the simulated Slurm's node health
+    check: shut gpu002's leaf port, the NHC drains gpu002 (one ticket, with 1098 in its impact),
+    start the port, the ticket proposes the resume, resume from the ticket, the node is back."""
     from jobs.drivers.simulator import SimulatorDriver
     from tests.jobs.conftest import FakeClock
 

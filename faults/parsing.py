@@ -1,9 +1,9 @@
 """Intake parsing: turn what a channel delivered into validated `Incident`s, or say what is wrong.
 
-Nothing here writes; services.py records the raw delivery first and then applies the incidents.
-The fingerprint of an incident is `<component>|<kind>`, where the kind is the taxonomy category
-when the event classifies itself (an XID 79 and a user saying "GPU 3 is gone" both say `gpu`),
-so two channels reporting one incident meet on one ticket.
+Nothing here writes; services.intake records the raw delivery first and then applies the
+incidents. The fingerprint of an incident is `<component>|<kind>`, where the kind is the
+taxonomy category when the event classifies itself (an XID 79 and a user saying "GPU 3 is gone"
+both say `gpu`), so two channels reporting one incident meet on one ticket.
 """
 
 from __future__ import annotations
@@ -391,6 +391,19 @@ def _generic_alert(kind, alertname, labels, node_name, prefix) -> Incident:
 
 
 # --- user reports and Slurm --------------------------------------------------------------------
+
+
+def reported_gpu(node: Node | None, index: int | None) -> GPU | None:
+    """The GPU a person's report names by its index (the form and the API ask for one): on the
+    node the report names, since an index alone does not say whose GPU it is."""
+    if index is None:
+        return None
+    if node is None:
+        raise InvalidInput({"gpu": ["Name the node the GPU is in."]})
+    gpu = GPU.objects.filter(node=node, index=index).first()
+    if gpu is None:
+        raise InvalidInput({"gpu": [f"{node.hostname} has no GPU{index}."]})
+    return gpu
 
 
 def user_report_incident(

@@ -1,4 +1,4 @@
-"""A ticket's recovery actions in one click, the ticket as the reason (issue 15 item 2).
+"""A ticket's recovery actions in one click, the ticket as the reason.
 
 Each step becomes a durable Action through the owning app's service (jobs: drain, resume;
 fabric: port shutdown and startup), with the reason "FT-12: <summary>", linked to the ticket and
@@ -14,6 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from faults.models import FaultTicket, TimelineKind
+from faults.services.timeline import add_timeline_entry, publish_ticket_event
 from faults.workflow import OPEN_STATUSES
 from inventory.hostlist import compress_hostlist
 from inventory.models import Node
@@ -137,18 +138,16 @@ def request_resume_for_ticket(*, ticket: FaultTicket, nodes: list[Node], actor, 
 
 
 def _record(ticket: FaultTicket, action: Action, actor, label: str) -> None:
-    from faults.services import _publish, _timeline
-
     if not ticket.actions.filter(pk=action.pk).exists():
         ticket.actions.add(action)
     authenticated = getattr(actor, "is_authenticated", False)
     who = actor.get_username() if authenticated else "policy"
-    _timeline(ticket, TimelineKind.AUTOMATIC if not authenticated else TimelineKind.NOTE,
-              f"{label}: Action #{action.pk} queued by {who}, reason \"{action.reason}\".",
-              author=actor, action=action)
+    add_timeline_entry(ticket, TimelineKind.AUTOMATIC if not authenticated else TimelineKind.NOTE,
+                       f"{label}: Action #{action.pk} queued by {who}, reason \"{action.reason}\".",
+                       author=actor, action=action)
     if authenticated and ticket.acknowledged_at is None:
         # Acting on a ticket acknowledges it, as a transition does.
         FaultTicket.objects.filter(pk=ticket.pk).update(
             acknowledged_at=timezone.now(), responder=actor
         )
-    _publish(ticket, "fault.updated")
+    publish_ticket_event(ticket, "fault.updated")

@@ -1,10 +1,12 @@
-"""Signals from the fabric and Slurm become tickets, and their recovery is recorded (issue 15).
+"""State changes in the fabric and Slurm become tickets, and their clearing is recorded.
 
-Registered in FaultsConfig.ready() on `fabric.hooks` (LinkChange, SwitchReachability) and
-`jobs.hooks` (HealthCheckDrain, NodeRecovered, JobNodeFail). Each signal is kept as an
-IntakeRecord, then opens or attaches to a ticket through the same de-duplication as every other
-intake (services.apply_incident): a leaf port going down opens a ticket on the port that names
-the node behind it, so the health check draining that node a moment later attaches to it.
+Called through `fabric.hooks` (LinkChange, SwitchReachability) and `jobs.hooks`
+(HealthCheckDrain, NodeRecovered, JobNodeFail), registered in FaultsConfig.ready(); those apps
+call them "signals", which is why the handlers and `signal_cleared_at` keep the word (they are not
+Django signals). Each change is kept as an IntakeRecord, then opens or attaches to a ticket
+through the same de-duplication as every other intake (services.deduplication): a leaf port
+going down opens a ticket on the port that names the node behind it, so the health check
+draining that node a moment later attaches to it.
 
 When a signal clears (the port is up, the node healthy, the switch answering), the open tickets it
 raised record it, and the rule's `on_clear` proposes the resume of the nodes still drained (or
@@ -22,9 +24,13 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from faults.intake import Components, Incident
 from faults.models import Category, FaultTicket, IntakeRecord, Source, TimelineKind
+from faults.parsing import Components, Incident
 from faults.policies import STEP_DESCRIPTIONS, Rule, rule_for
+from faults.services.deduplication import apply_incident
+from faults.services.intake import record_intake
+from faults.services.recovery import DRAINED_STATES, request_resume_for_ticket
+from faults.services.timeline import add_timeline_entry, publish_ticket_event
 from faults.workflow import OPEN_STATUSES
 from inventory.hostlist import compress_hostlist
 from inventory.models import NIC, Node, Switch, SwitchPort
@@ -34,7 +40,6 @@ from portal.models import Action
 
 logger = logging.getLogger(__name__)
 
-DRAINED_STATES = frozenset({"drained", "draining"})
 LEAF_MAINTENANCE_KIND = "fabric.leaf_maintenance"
 PORT_ACTION_KINDS = ("fabric.port_admin", LEAF_MAINTENANCE_KIND)
 # How far back a port-down seen by the poll looks for the portal Action that shut the port.
@@ -42,8 +47,6 @@ CAUSING_ACTION_WINDOW = timedelta(hours=1)
 
 
 def _apply(incident: Incident, raw: dict) -> FaultTicket:
-    from faults.services import apply_incident, record_intake
-
     record = record_intake(channel=incident.source, raw_body=json.dumps(raw))
     ticket, _ = apply_incident(incident, actor=None, intake=record)
     IntakeRecord.objects.filter(pk=record.pk).update(accepted=True)
@@ -139,12 +142,10 @@ def _causing_action(switch: Switch, port: str, action_id: int | None) -> Action 
 
 
 def _link_action(ticket: FaultTicket, action: Action | None, text: str) -> None:
-    from faults.services import _timeline
-
     if action is None or ticket.actions.filter(pk=action.pk).exists():
         return
     ticket.actions.add(action)
-    _timeline(ticket, TimelineKind.AUTOMATIC, text, action=action)
+    add_timeline_entry(ticket, TimelineKind.AUTOMATIC, text, action=action)
 
 
 def _link_down(signal) -> None:
@@ -364,12 +365,10 @@ def record_signal_cleared(ticket: FaultTicket, *, text: str, rule: Rule, nodes: 
                           action: Action | None = None) -> None:
     """The signal behind `ticket` cleared: say so on its timeline, and propose (or, where the
     rule's `auto_on_clear` says so, queue) the resume of the nodes still drained."""
-    from faults.services import _publish, _timeline
-
     now = timezone.now()
     FaultTicket.objects.filter(pk=ticket.pk).update(signal_cleared_at=now, updated_at=now)
     ticket.signal_cleared_at = now
-    _timeline(ticket, TimelineKind.CLEARED, f"Signal cleared: {text}", action=action)
+    add_timeline_entry(ticket, TimelineKind.CLEARED, f"Signal cleared: {text}", action=action)
     if action is not None:
         _link_action(ticket, action, f"Answered by Action #{action.pk} ({action.kind}).")
     fresh = Node.objects.filter(pk__in=[node.pk for node in nodes]).order_by("hostname")
@@ -378,24 +377,25 @@ def record_signal_cleared(ticket: FaultTicket, *, text: str, rule: Rule, nodes: 
         _resume(ticket, drained, rule)
     elif drained and "resume" in rule.on_clear:
         hostnames = compress_hostlist([node.hostname for node in drained])
-        _timeline(ticket, TimelineKind.PROPOSAL,
-                  f"Proposed on recovery by policy {rule.kind}: {STEP_DESCRIPTIONS['resume']} "
-                  f"({hostnames}); the signal cleared.")
-    _publish(ticket, "fault.updated")
+        add_timeline_entry(
+            ticket, TimelineKind.PROPOSAL,
+            f"Proposed on recovery by policy {rule.kind}: {STEP_DESCRIPTIONS['resume']} "
+            f"({hostnames}); the signal cleared.",
+        )
+    publish_ticket_event(ticket, "fault.updated")
 
 
 def _resume(ticket: FaultTicket, nodes: list[Node], rule: Rule) -> None:
-    from faults.recovery import request_resume_for_ticket
-    from faults.services import _timeline
-
     try:
         action = request_resume_for_ticket(ticket=ticket, nodes=nodes, actor=None,
                                            note=f"policy {rule.kind}: the signal cleared")
     except Conflict as error:
         hostnames = compress_hostlist([node.hostname for node in nodes])
-        _timeline(ticket, TimelineKind.PROPOSAL,
-                  f"Policy {rule.kind} would resume {hostnames}, but other tickets hold them: "
-                  f"{error.detail}. Resume by hand once they are dealt with.")
+        add_timeline_entry(
+            ticket, TimelineKind.PROPOSAL,
+            f"Policy {rule.kind} would resume {hostnames}, but other tickets hold them: "
+            f"{error.detail}. Resume by hand once they are dealt with.",
+        )
         return
     logger.info("%s: resume queued as Action #%s", ticket.reference, action.pk)
 
