@@ -3,7 +3,8 @@
 DIR holds one file per database in the layout `sonic-db-dump -n <DB> -y` writes (see
 tools/dbdump.py): `{key: {"type": "hash", "value": {field: value}}}`, named
 `config_db.json` (required), `appl_db.json`, `state_db.json` and `counters_db.json`. Entries of
-other types are skipped: the emulator keeps hashes only.
+other types are skipped: the emulator keeps hashes only. An entry without fields (`"value": {}`)
+is kept as SONiC keeps it, a hash with the one field NULL = NULL (FIELD_LESS_ENTRY).
 
 The switch's hostname, platform, HwSKU and BGP ASN come from CONFIG_DB `DEVICE_METADATA|
 localhost`, its ports from CONFIG_DB `PORT`, its cabling from APPL_DB `LLDP_ENTRY_TABLE` and
@@ -29,6 +30,12 @@ DUMP_FILES = {
     COUNTERS_DB: "counters_db.json",
 }
 VERSION_FILE = "version.json"
+# An entry without fields, as SONiC stores it: Redis has no empty hash, so ConfigDBConnector
+# writes `{}` as NULL/NULL (sonic-swss-common common/configdb.h, `typed_to_raw`: `elif
+# len(typed_data) == 0: return { "NULL": "NULL" }`), and its readers drop the placeholder
+# again (`raw_to_typed` there; `Table::dump` in common/table.cpp skips a "NULL" field), which
+# is how `{}` entries (`PORT_QOS_MAP|EthernetN`) get into config_db.json and dumps.
+FIELD_LESS_ENTRY = {"NULL": "NULL"}
 
 
 @dataclass
@@ -112,7 +119,8 @@ class SwitchDump:
 
 
 def read_dump_file(path: Path) -> dict[str, Hash]:
-    """One `sonic-db-dump -y` file: its hashes by key (other Redis types are skipped)."""
+    """One `sonic-db-dump -y` file: its hashes by key (other Redis types are skipped), an
+    entry without fields as NULL/NULL."""
     content = json.loads(path.read_text(encoding="utf-8"))
     if not isinstance(content, dict):
         raise ValueError(f"{path}: not a sonic-db-dump file (expected a JSON object)")
@@ -121,7 +129,8 @@ def read_dump_file(path: Path) -> dict[str, Hash]:
         if not isinstance(entry, dict) or "value" not in entry:
             raise ValueError(f"{path}: {key!r} is not a sonic-db-dump entry")
         if entry.get("type") == "hash" and isinstance(entry["value"], dict):
-            hashes[key] = {str(name): str(value) for name, value in entry["value"].items()}
+            hashes[key] = ({str(name): str(value) for name, value in entry["value"].items()}
+                           or dict(FIELD_LESS_ENTRY))
     return hashes
 
 
