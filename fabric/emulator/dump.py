@@ -8,8 +8,11 @@ is kept as SONiC keeps it, a hash with the one field NULL = NULL (FIELD_LESS_ENT
 
 The switch's hostname, platform, HwSKU and BGP ASN come from CONFIG_DB `DEVICE_METADATA|
 localhost`, its ports from CONFIG_DB `PORT`, its cabling from APPL_DB `LLDP_ENTRY_TABLE` and
-the oper state the dump recorded; an optional `version.json` gives `build_version` and
-`asic_type` (what a real switch keeps in /etc/sonic/sonic_version.yml, outside the databases).
+the oper state the dump recorded; an optional `version.json` gives `build_version`,
+`asic_type` and the other keys of /etc/sonic/sonic_version.yml (what a real switch keeps
+outside the databases). What the dump does not hold is not invented: without `version.json`
+the ASIC is the one the platform names, if it names one, and everything else `show version`
+prints N/A, as it does for an absent value.
 """
 
 from __future__ import annotations
@@ -36,6 +39,11 @@ VERSION_FILE = "version.json"
 # again (`raw_to_typed` there; `Table::dump` in common/table.cpp skips a "NULL" field), which
 # is how `{}` entries (`PORT_QOS_MAP|EthernetN`) get into config_db.json and dumps.
 FIELD_LESS_ENTRY = {"NULL": "NULL"}
+# Platform prefixes that name the ASIC: every x86_64-mlnx_* and x86_64-nvidia_* platform of
+# sonic-buildimage lives under device/mellanox/, whose `platform_asic` file says "mellanox"
+# (e.g. device/mellanox/x86_64-mlnx_msn4700-r0/platform_asic), and no other vendor's does.
+# Other vendors' platforms (accton, dell, arista, ...) ship more than one ASIC family.
+ASIC_BY_PLATFORM_PREFIX = {"x86_64-mlnx_": "mellanox", "x86_64-nvidia_": "mellanox"}
 
 
 @dataclass
@@ -48,6 +56,16 @@ class SwitchDump:
     @property
     def metadata(self) -> Hash:
         return self.databases[CONFIG_DB].get("DEVICE_METADATA|localhost", {})
+
+    def version_info(self) -> dict[str, str]:
+        """sonic_version.yml as far as the dump tells it: version.json, with the ASIC the
+        platform names when version.json has none; absent keys stay absent (unknown)."""
+        info = dict(self.version)
+        platform = self.metadata.get("platform", "")
+        for prefix, asic in ASIC_BY_PLATFORM_PREFIX.items():
+            if platform.startswith(prefix):
+                info.setdefault("asic_type", asic)
+        return info
 
     def table(self, db: str, prefix: str) -> dict[str, Hash]:
         """One table's hashes keyed by what follows `prefix`."""

@@ -7,8 +7,11 @@ The fixture, fabric/emulator/dumps/leaf-mlnx, is a small Mellanox SN4700 leaf.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
+from fabric.drivers.base import SwitchTarget
+from fabric.drivers.ssh import SonicSshDriver
 from fabric.emulator import CommandInterpreter, Switch
 from fabric.emulator.dump import load_dump, read_dump_file
 
@@ -35,3 +38,36 @@ def test_a_field_less_entry_is_kept_as_sonic_keeps_it():
     assert shell.execute("sudo config interface shutdown Ethernet8").exit_status == 0
     assert shell.switch._qos["Ethernet0"].pfc_priorities == frozenset()
     assert shell.switch._qos["Ethernet8"].pfc_priorities == frozenset({3, 4})
+
+
+def test_show_version_says_what_the_dump_does_not_hold_is_unknown():
+    """No version.json: no invented build or Broadcom ASIC; the ASIC named by the platform
+    (every x86_64-mlnx_* platform is a Mellanox Spectrum), the rest N/A as show version
+    prints an absent value."""
+    text = _shell().execute("show version").stdout
+    assert "SONiC Software Version: SONiC.N/A\n" in text
+    assert "Platform: x86_64-mlnx_msn4700-r0\nHwSKU: ACS-MSN4700\nASIC: mellanox\n" in text
+    assert "Serial Number: N/A\nModel Number: N/A\nHardware Revision: N/A\n" in text
+    assert "202311" not in text and "broadcom" not in text.lower()
+    assert "docker-syncd-brcm" not in text
+
+
+def test_show_version_of_a_platform_that_names_no_asic_says_na(tmp_path):
+    directory = tmp_path / "leaf"
+    shutil.copytree(MELLANOX_DUMP, directory)
+    path = directory / "config_db.json"
+    content = json.loads(path.read_text(encoding="utf-8"))
+    content["DEVICE_METADATA|localhost"]["value"]["platform"] = "x86_64-accton_as9817_64o-r0"
+    path.write_text(json.dumps(content), encoding="utf-8")
+    assert "\nASIC: N/A\n" in _shell(directory).execute("show version").stdout
+
+
+def test_the_ssh_driver_reads_show_versions_na_as_unknown(monkeypatch):
+    """The portal's read of `show version` (fabric/drivers/ssh.py): N/A is "" (unknown), not
+    a version called "SONiC.N/A" nor a serial number "N/A"."""
+    text = _shell().execute("show version").stdout
+    driver = SonicSshDriver(SwitchTarget(hostname="leaf-mlnx", address="127.0.0.1"))
+    monkeypatch.setattr(driver, "run_checked", lambda command: text)
+    version = driver.version()
+    assert (version.sonic_version, version.platform, version.asic, version.serial) == (
+        "", "x86_64-mlnx_msn4700-r0", "mellanox", "")
