@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .bgp import UNKNOWN
 from .database import APPL_DB, CONFIG_DB, COUNTERS_DB, STATE_DB, Hash
 from .platform import PortInfo
 from .spec import BgpPeerSpec, NeighborSpec, SwitchSpec
@@ -99,7 +100,7 @@ class SwitchDump:
     def spec(self) -> SwitchSpec:
         """A spec for the dumped switch: a neighbor on every port that was up or had an LLDP
         neighbor (with the neighbor's advertised values, hostile ones included), BGP peers
-        from CONFIG_DB BGP_NEIGHBOR."""
+        from CONFIG_DB BGP_NEIGHBOR in the state STATE_DB recorded (else unknown)."""
         metadata = self.metadata
         appl_ports = self.table(APPL_DB, "PORT_TABLE:")
         lldp = self.table(APPL_DB, "LLDP_ENTRY_TABLE:")
@@ -122,8 +123,13 @@ class SwitchDump:
                 lldp=bool(entry),
                 utilization=0.3 if up else None,
             ))
+        # Each peer's state as bgpmon last wrote it from FRR's summary, STATE_DB
+        # NEIGH_STATE_TABLE|<peer> `state` (sonic-buildimage src/sonic-bgpcfgd/bgpmon/
+        # bgpmon.py, flush_pipe); a peer the dump has no state for is unknown.
+        recorded = self.table(STATE_DB, "NEIGH_STATE_TABLE|")
         peers = [
-            BgpPeerSpec(address, int(fields.get("asn", "0") or 0), fields.get("name", ""))
+            BgpPeerSpec(address, int(fields.get("asn", "0") or 0), fields.get("name", ""),
+                        state=recorded.get(address, {}).get("state") or UNKNOWN)
             for address, fields in self.table(CONFIG_DB, "BGP_NEIGHBOR|").items()
             if fields.get("asn", "").isdigit()
         ]

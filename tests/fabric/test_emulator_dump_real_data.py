@@ -71,3 +71,14 @@ def test_the_ssh_driver_reads_show_versions_na_as_unknown(monkeypatch):
     version = driver.version()
     assert (version.sonic_version, version.platform, version.asic, version.serial) == (
         "", "x86_64-mlnx_msn4700-r0", "mellanox", "")
+
+
+def test_bgp_peers_are_in_the_state_state_db_recorded():
+    """bgpmon writes FRR's state to STATE_DB NEIGH_STATE_TABLE|<peer> (sonic-bgpcfgd
+    bgpmon/bgpmon.py); a peer without an entry is not shown as Established."""
+    summary = json.loads(_shell().execute('vtysh -c "show bgp ipv4 summary json"').stdout)
+    peers = summary["ipv4Unicast"]["peers"]
+    assert {address: peer["state"] for address, peer in peers.items()} == {
+        "10.0.0.57": "Established", "10.0.0.59": "Active", "10.0.0.61": "Unknown"}
+    assert peers["10.0.0.61"]["peerUptime"] == "never"
+    assert summary["ipv4Unicast"]["failedPeers"] == 2
