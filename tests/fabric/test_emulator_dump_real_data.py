@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 from fabric.drivers.base import SwitchTarget
+from fabric.drivers.sonic_ports import port_statuses
 from fabric.drivers.ssh import SonicSshDriver
 from fabric.emulator import CommandInterpreter, Switch
 from fabric.emulator.dump import load_dump, read_dump_file
@@ -82,3 +83,34 @@ def test_bgp_peers_are_in_the_state_state_db_recorded():
         "10.0.0.57": "Established", "10.0.0.59": "Active", "10.0.0.61": "Unknown"}
     assert peers["10.0.0.61"]["peerUptime"] == "never"
     assert summary["ipv4Unicast"]["failedPeers"] == 2
+
+
+def test_a_port_appl_db_lacks_has_no_row_in_intfutil_and_is_not_invented():
+    """intfutil lists the APPL_DB PORT_TABLE keys that are CONFIG_DB ports (sonic-utilities
+    scripts/intfutil, generate_intf_status): Ethernet24 has no row, and the emulator does not
+    make one up for it."""
+    shell = _shell()
+    rows = json.loads(shell.execute("intfutil -c status -j").stdout)
+    assert set(rows) == {"Ethernet0", "Ethernet8", "Ethernet16"}
+    assert shell.switch.db.hgetall("APPL_DB", "PORT_TABLE:Ethernet24") == {}
+
+
+def test_a_port_appl_db_lacks_reads_as_unknown_not_as_down_differing_from_config():
+    """The portal's read (fabric.drivers.sonic_ports, used by the SSH and emulated drivers):
+    with no APPL_DB entry the running state is unknown (intfutil: no row, N/A for an absent
+    field), so it is not admin down and does not differ from CONFIG_DB's admin up."""
+
+    def table(db_file: str, prefix: str) -> dict:
+        entries = read_dump_file(MELLANOX_DUMP / db_file)
+        return {key[len(prefix):]: value for key, value in entries.items()
+                if key.startswith(prefix)}
+
+    ports = {port.name: port for port in port_statuses(
+        table("config_db.json", "PORT|"), table("appl_db.json", "PORT_TABLE:"),
+        table("state_db.json", "PORT_TABLE|"))}
+    missing = ports["Ethernet24"]
+    assert missing.intent_differences() == {}
+    assert (missing.admin_state_known, missing.oper_state_known) == (False, False)
+    assert missing.speed_mbps is None
+    running = ports["Ethernet16"]
+    assert (running.admin_state_known, running.admin_up, running.oper_up) == (True, True, False)
