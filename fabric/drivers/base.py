@@ -54,7 +54,10 @@ class PortStatus:
     and oper state, MTU, FEC, lanes and alias from APPL_DB PORT_TABLE (what the daemons
     applied), the speed from STATE_DB PORT_TABLE while the port is oper up, else from APPL_DB.
     `configured_*` is CONFIG_DB's PORT entry, the operator's intent; None where CONFIG_DB has
-    no such field. An unknown speed is None, never 0."""
+    no such field. An unknown speed is None, never 0. `admin_state_known`/`oper_state_known`
+    are False where APPL_DB has no admin_status/oper_status (intfutil prints N/A for an
+    absent field and lists no row for a port APPL_DB lacks): `admin_up`/`oper_up` are then
+    False only as "not known to be up", and an unknown state is never compared with intent."""
 
     name: str
     alias: str
@@ -67,13 +70,19 @@ class PortStatus:
     configured_admin_up: bool | None = None
     configured_speed_mbps: int | None = None
     configured_fec: str | None = None
+    admin_state_known: bool = True
+    oper_state_known: bool = True
 
     def intent_differences(self) -> dict[str, dict]:
         """Where the running port differs from CONFIG_DB: {field: {configured, actual}}.
 
-        The speed is compared only while the port is up (a down port has no running speed)."""
+        The speed is compared only while the port is up (a down port has no running speed);
+        nothing is compared for a port APPL_DB does not hold (no running state to compare)."""
         differences: dict[str, dict] = {}
-        if self.configured_admin_up is not None and self.configured_admin_up != self.admin_up:
+        if not (self.admin_state_known or self.oper_state_known):
+            return differences
+        if (self.admin_state_known and self.configured_admin_up is not None
+                and self.configured_admin_up != self.admin_up):
             differences["admin_up"] = {"configured": self.configured_admin_up,
                                        "actual": self.admin_up}
         if (self.oper_up and self.configured_speed_mbps is not None

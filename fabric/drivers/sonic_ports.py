@@ -45,7 +45,9 @@ def port_statuses(
 ) -> list[PortStatus]:
     """Every CONFIG_DB port in port order. Each mapping is keyed by port name (CONFIG_DB
     PORT, APPL_DB PORT_TABLE, STATE_DB PORT_TABLE). A port APPL_DB does not hold yet (portsyncd
-    has not created it) is down with no running speed."""
+    has not created it) has unknown admin and oper state and no running speed: intfutil
+    (generate_intf_status) lists only APPL_DB's PORT_TABLE keys and prints N/A for an absent
+    field (appl_db_port_status_get)."""
     statuses = []
     for name in sorted(config, key=natural_key):
         intent = config[name]
@@ -63,5 +65,7 @@ def port_statuses(
                                  if "admin_status" in intent else None),
             configured_speed_mbps=_number(intent.get("speed")),
             configured_fec=intent.get("fec"),
+            admin_state_known="admin_status" in running,
+            oper_state_known="oper_status" in running,
         ))
     return statuses

@@ -160,7 +160,10 @@ class SonicSshDriver(FabricDriver):
     # -- reads -----------------------------------------------------------------------------
 
     def version(self) -> SwitchVersion:
-        fields = _colon_fields(self.run_checked("show version"))
+        """`show version`; a value it prints as N/A (sonic-utilities show/main.py `version`:
+        `version_info.get('build_version', 'N/A')`, get_chassis_info's "N/A") is "", unknown."""
+        fields = {name: "" if value in ("N/A", "SONiC.N/A") else value
+                  for name, value in _colon_fields(self.run_checked("show version")).items()}
         return SwitchVersion(
             sonic_version=fields.get("SONiC Software Version", ""),
             platform=fields.get("Platform", ""),

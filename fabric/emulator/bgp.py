@@ -10,6 +10,9 @@ from .spec import BgpPeerSpec
 ESTABLISHED = "Established"
 # What FRR reports for a session whose link went away and that keeps trying to connect.
 RECONNECTING = "Active"
+# A dumped peer whose state the dump does not record (no STATE_DB NEIGH_STATE_TABLE entry).
+# FRR itself never prints this: the emulator says it cannot know rather than invent a state.
+UNKNOWN = "Unknown"
 
 
 @dataclass

@@ -3,12 +3,16 @@
 DIR holds one file per database in the layout `sonic-db-dump -n <DB> -y` writes (see
 tools/dbdump.py): `{key: {"type": "hash", "value": {field: value}}}`, named
 `config_db.json` (required), `appl_db.json`, `state_db.json` and `counters_db.json`. Entries of
-other types are skipped: the emulator keeps hashes only.
+other types are skipped: the emulator keeps hashes only. An entry without fields (`"value": {}`)
+is kept as SONiC keeps it, a hash with the one field NULL = NULL (FIELD_LESS_ENTRY).
 
 The switch's hostname, platform, HwSKU and BGP ASN come from CONFIG_DB `DEVICE_METADATA|
 localhost`, its ports from CONFIG_DB `PORT`, its cabling from APPL_DB `LLDP_ENTRY_TABLE` and
-the oper state the dump recorded; an optional `version.json` gives `build_version` and
-`asic_type` (what a real switch keeps in /etc/sonic/sonic_version.yml, outside the databases).
+the oper state the dump recorded; an optional `version.json` gives `build_version`,
+`asic_type` and the other keys of /etc/sonic/sonic_version.yml (what a real switch keeps
+outside the databases). What the dump does not hold is not invented: without `version.json`
+the ASIC is the one the platform names, if it names one, and everything else `show version`
+prints N/A, as it does for an absent value.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .bgp import UNKNOWN
 from .database import APPL_DB, CONFIG_DB, COUNTERS_DB, STATE_DB, Hash
 from .platform import PortInfo
 from .spec import BgpPeerSpec, NeighborSpec, SwitchSpec
@@ -29,6 +34,17 @@ DUMP_FILES = {
     COUNTERS_DB: "counters_db.json",
 }
 VERSION_FILE = "version.json"
+# An entry without fields, as SONiC stores it: Redis has no empty hash, so ConfigDBConnector
+# writes `{}` as NULL/NULL (sonic-swss-common common/configdb.h, `typed_to_raw`: `elif
+# len(typed_data) == 0: return { "NULL": "NULL" }`), and its readers drop the placeholder
+# again (`raw_to_typed` there; `Table::dump` in common/table.cpp skips a "NULL" field), which
+# is how `{}` entries (`PORT_QOS_MAP|EthernetN`) get into config_db.json and dumps.
+FIELD_LESS_ENTRY = {"NULL": "NULL"}
+# Platform prefixes that name the ASIC: every x86_64-mlnx_* and x86_64-nvidia_* platform of
+# sonic-buildimage lives under device/mellanox/, whose `platform_asic` file says "mellanox"
+# (e.g. device/mellanox/x86_64-mlnx_msn4700-r0/platform_asic), and no other vendor's does.
+# Other vendors' platforms (accton, dell, arista, ...) ship more than one ASIC family.
+ASIC_BY_PLATFORM_PREFIX = {"x86_64-mlnx_": "mellanox", "x86_64-nvidia_": "mellanox"}
 
 
 @dataclass
@@ -41,6 +57,16 @@ class SwitchDump:
     @property
     def metadata(self) -> Hash:
         return self.databases[CONFIG_DB].get("DEVICE_METADATA|localhost", {})
+
+    def version_info(self) -> dict[str, str]:
+        """sonic_version.yml as far as the dump tells it: version.json, with the ASIC the
+        platform names when version.json has none; absent keys stay absent (unknown)."""
+        info = dict(self.version)
+        platform = self.metadata.get("platform", "")
+        for prefix, asic in ASIC_BY_PLATFORM_PREFIX.items():
+            if platform.startswith(prefix):
+                info.setdefault("asic_type", asic)
+        return info
 
     def table(self, db: str, prefix: str) -> dict[str, Hash]:
         """One table's hashes keyed by what follows `prefix`."""
@@ -74,7 +100,7 @@ class SwitchDump:
     def spec(self) -> SwitchSpec:
         """A spec for the dumped switch: a neighbor on every port that was up or had an LLDP
         neighbor (with the neighbor's advertised values, hostile ones included), BGP peers
-        from CONFIG_DB BGP_NEIGHBOR."""
+        from CONFIG_DB BGP_NEIGHBOR in the state STATE_DB recorded (else unknown)."""
         metadata = self.metadata
         appl_ports = self.table(APPL_DB, "PORT_TABLE:")
         lldp = self.table(APPL_DB, "LLDP_ENTRY_TABLE:")
@@ -97,8 +123,13 @@ class SwitchDump:
                 lldp=bool(entry),
                 utilization=0.3 if up else None,
             ))
+        # Each peer's state as bgpmon last wrote it from FRR's summary, STATE_DB
+        # NEIGH_STATE_TABLE|<peer> `state` (sonic-buildimage src/sonic-bgpcfgd/bgpmon/
+        # bgpmon.py, flush_pipe); a peer the dump has no state for is unknown.
+        recorded = self.table(STATE_DB, "NEIGH_STATE_TABLE|")
         peers = [
-            BgpPeerSpec(address, int(fields.get("asn", "0") or 0), fields.get("name", ""))
+            BgpPeerSpec(address, int(fields.get("asn", "0") or 0), fields.get("name", ""),
+                        state=recorded.get(address, {}).get("state") or UNKNOWN)
             for address, fields in self.table(CONFIG_DB, "BGP_NEIGHBOR|").items()
             if fields.get("asn", "").isdigit()
         ]
@@ -112,7 +143,8 @@ class SwitchDump:
 
 
 def read_dump_file(path: Path) -> dict[str, Hash]:
-    """One `sonic-db-dump -y` file: its hashes by key (other Redis types are skipped)."""
+    """One `sonic-db-dump -y` file: its hashes by key (other Redis types are skipped), an
+    entry without fields as NULL/NULL."""
     content = json.loads(path.read_text(encoding="utf-8"))
     if not isinstance(content, dict):
         raise ValueError(f"{path}: not a sonic-db-dump file (expected a JSON object)")
@@ -121,7 +153,8 @@ def read_dump_file(path: Path) -> dict[str, Hash]:
         if not isinstance(entry, dict) or "value" not in entry:
             raise ValueError(f"{path}: {key!r} is not a sonic-db-dump entry")
         if entry.get("type") == "hash" and isinstance(entry["value"], dict):
-            hashes[key] = {str(name): str(value) for name, value in entry["value"].items()}
+            hashes[key] = ({str(name): str(value) for name, value in entry["value"].items()}
+                           or dict(FIELD_LESS_ENTRY))
     return hashes
 
 

@@ -23,6 +23,18 @@ KERNEL_VERSION = "6.1.0-11-2-amd64"
 BUILD_COMMIT = "8b3c1a9f5"
 BUILD_DATE = "Tue Apr 16 03:12:45 UTC 2024"
 BUILT_BY = "sonicbld@jenkins-worker-4"
+# /etc/sonic/sonic_version.yml of the built-in image, the keys sonic-buildimage's
+# files/build_templates/sonic_version.yml.j2 writes and `show version` reads.
+SONIC_VERSION_INFO = {
+    "build_version": SONIC_BUILD_VERSION,
+    "sonic_os_version": SONIC_OS_VERSION,
+    "debian_version": DEBIAN_VERSION,
+    "kernel_version": KERNEL_VERSION,
+    "asic_type": ASIC_TYPE,
+    "commit_id": BUILD_COMMIT,
+    "build_date": BUILD_DATE,
+    "built_by": BUILT_BY,
+}
 
 CAGE_COUNT = 64
 LANES_PER_CAGE = 8

@@ -31,6 +31,7 @@ from .platform import (
     HWSKU,
     KERNEL_VERSION,
     SONIC_BUILD_VERSION,
+    SONIC_VERSION_INFO,
     PortInfo,
     port_table,
 )
@@ -116,7 +117,8 @@ class Switch:
         # A dumped switch is the hardware its CONFIG_DB describes, not the built-in platform.
         self.dump = dump
         self.ports: dict[str, PortInfo] = dump.ports() if dump else port_table(spec.breakout)
-        self.version_info = dict(dump.version) if dump else {}
+        # sonic_version.yml: the built-in image's, or what a dump tells of it (absent: unknown).
+        self.version_info = dump.version_info() if dump else dict(SONIC_VERSION_INFO)
         self._check_ports_exist([n.port for n in spec.neighbors], "neighbor")
         self._check_ports_exist([p.port for p in spec.bgp_peers if p.port], "BGP peer")
         self.base_mac = derived_mac(spec.hostname)

@@ -14,18 +14,10 @@ from datetime import datetime
 
 from ..database import APPL_DB, CONFIG_DB, COUNTERS_DB, STATE_DB, Database
 from ..platform import (
-    ASIC_TYPE,
-    BUILD_COMMIT,
-    BUILD_DATE,
-    BUILT_BY,
-    DEBIAN_VERSION,
     HARDWARE_REVISION,
     HWSKU,
-    KERNEL_VERSION,
     MODEL_NUMBER,
     PLATFORM,
-    SONIC_BUILD_VERSION,
-    SONIC_OS_VERSION,
 )
 from .common import (
     Argument,
@@ -341,15 +333,29 @@ queuestat = click_command(QUEUESTAT, _queuestat)
 # -- show ----------------------------------------------------------------------------------
 
 
+# syncd's container per ASIC (sonic-buildimage platform/<asic>/docker-syncd-<short>.mk).
+_SYNCD_IMAGES = {"broadcom": "docker-syncd-brcm", "mellanox": "docker-syncd-mlnx"}
+
+
 def _show_version(ctx: Context, values: dict) -> CommandResult:
-    """sonic-utilities 202311 show/main.py `version`: platform and HwSKU from CONFIG_DB
-    DEVICE_METADATA (sonic_py_common device_info.get_platform_info), build version and ASIC
-    from sonic_version.yml (here the switch's version_info), serial, model and revision from
-    STATE_DB `CHASSIS_INFO|chassis 1` (show/platform.py get_chassis_info)."""
+    """sonic-utilities show/main.py `version`: platform and HwSKU from CONFIG_DB
+    DEVICE_METADATA (sonic_py_common device_info.get_platform_info), build, OS, kernel and
+    ASIC from sonic_version.yml (here the switch's version_info), serial, model and revision
+    from STATE_DB `CHASSIS_INFO|chassis 1` (show/platform.py get_chassis_info). What neither
+    holds prints N/A, as show version does (`version_info.get('build_version', 'N/A')`,
+    get_chassis_info's "N/A" fallback): a switch served from a dump invents nothing; the
+    built-in one falls back to its own platform's facts."""
     switch = ctx.switch
+    builtin = switch.dump is None
     metadata = switch.db.hgetall("CONFIG_DB", "DEVICE_METADATA|localhost")
     chassis = switch.db.hgetall("STATE_DB", "CHASSIS_INFO|chassis 1")
-    build_version = switch.version_info.get("build_version", SONIC_BUILD_VERSION)
+    version = switch.version_info
+
+    def fact(fields: dict[str, str], name: str, builtin_value: str) -> str:
+        return fields.get(name, builtin_value if builtin else NA)
+
+    build_version = version.get("build_version", NA)
+    asic = version.get("asic_type", NA)
     now = datetime.now()
     # procps `uptime`, which show version prints stripped.
     days, rest = divmod(int(switch.uptime()), 86400)
@@ -361,28 +367,29 @@ def _show_version(ctx: Context, values: dict) -> CommandResult:
         ("docker-orchagent", "f1c2a9d4e8b7", "330MB"),
         ("docker-fpm-frr", "9d8e7f6a5b4c", "347MB"),
         ("docker-lldp", "4b5c6d7e8f9a", "299MB"),
-        ("docker-syncd-brcm", "1a2b3c4d5e6f", "654MB"),
+        *([(_SYNCD_IMAGES[asic], "1a2b3c4d5e6f", "654MB")] if asic in _SYNCD_IMAGES else []),
         ("docker-database", "7e6d5c4b3a29", "301MB"),
     ]
+    tags = ("latest",) if build_version == NA else (build_version, "latest")
     docker = [f"{'REPOSITORY':<30}{'TAG':<20}{'IMAGE ID':<20}SIZE"]
     for repository, image_id, size in images:
-        for tag in (build_version, "latest"):
+        for tag in tags:
             docker.append(f"{repository:<30}{tag:<20}{image_id:<20}{size}")
     text = (
         f"\nSONiC Software Version: SONiC.{build_version}\n"
-        f"SONiC OS Version: {SONIC_OS_VERSION}\n"
-        f"Distribution: Debian {DEBIAN_VERSION}\n"
-        f"Kernel: {KERNEL_VERSION}\n"
-        f"Build commit: {BUILD_COMMIT}\n"
-        f"Build date: {BUILD_DATE}\n"
-        f"Built by: {BUILT_BY}\n"
-        f"\nPlatform: {metadata.get('platform', PLATFORM)}\n"
-        f"HwSKU: {metadata.get('hwsku', HWSKU)}\n"
-        f"ASIC: {switch.version_info.get('asic_type', ASIC_TYPE)}\n"
+        f"SONiC OS Version: {version.get('sonic_os_version', NA)}\n"
+        f"Distribution: Debian {version.get('debian_version', NA)}\n"
+        f"Kernel: {version.get('kernel_version', NA)}\n"
+        f"Build commit: {version.get('commit_id', NA)}\n"
+        f"Build date: {version.get('build_date', NA)}\n"
+        f"Built by: {version.get('built_by', NA)}\n"
+        f"\nPlatform: {fact(metadata, 'platform', PLATFORM)}\n"
+        f"HwSKU: {fact(metadata, 'hwsku', HWSKU)}\n"
+        f"ASIC: {asic}\n"
         "ASIC Count: 1\n"
-        f"Serial Number: {chassis.get('serial', switch.serial_number)}\n"
-        f"Model Number: {chassis.get('model', MODEL_NUMBER)}\n"
-        f"Hardware Revision: {chassis.get('revision', HARDWARE_REVISION)}\n"
+        f"Serial Number: {fact(chassis, 'serial', switch.serial_number)}\n"
+        f"Model Number: {fact(chassis, 'model', MODEL_NUMBER)}\n"
+        f"Hardware Revision: {fact(chassis, 'revision', HARDWARE_REVISION)}\n"
         f"Uptime: {uptime_line}\n"
         f"Date: {now:%a %d %b %Y %X}\n"
         "\nDocker images:\n" + "\n".join(docker) + "\n\n"
