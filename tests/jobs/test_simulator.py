@@ -9,7 +9,7 @@ import pytest
 
 from jobs.buckets import size_bucket
 from jobs.drivers.base import SlurmRejected, SlurmUnavailable
-from jobs.drivers.simulation import DEFAULT_ACCOUNTS, ClusterSimulation, generate_job
+from jobs.drivers.cluster_model import DEFAULT_ACCOUNTS, ClusterSimulation, generate_job
 from jobs.drivers.simulator import FALLBACK_NODE_NAMES, SimulatorDriver
 
 
