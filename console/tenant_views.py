@@ -70,7 +70,7 @@ def allocation_rows(user, tenant) -> list[dict]:
 
 
 class TenantDetailView(RoleRequiredMixin, TemplateView):
-    template_name = "portal/tenant_detail.html"
+    template_name = "console/tenant_detail.html"
     allowed_roles = frozenset(Role)
 
     def get_context_data(self, **kwargs):

@@ -48,13 +48,6 @@ class TenantUsage:
     capacity_seconds_by_day: dict[date, int]
 
     @property
-    def used_seconds_by_day(self) -> dict[date, int]:
-        totals = dict.fromkeys(self.days, 0)
-        for (day, _user), seconds in self.used_seconds.items():
-            totals[day] += seconds
-        return totals
-
-    @property
     def used_seconds_by_user(self) -> dict[str, int]:
         totals = dict.fromkeys(self.users, 0)
         for (_day, user), seconds in self.used_seconds.items():
