@@ -15,7 +15,7 @@ from inventory import validation
 from inventory.models import Cable, CableStatus, InventoryRevision, Node
 from inventory.revision import current_revision
 from inventory.topology.importer import import_topology
-from inventory.views.fabric import POD_PICTURE_LIMIT
+from inventory.views.topology import POD_PICTURE_LIMIT
 from portal.models import Role
 
 pytestmark = pytest.mark.django_db
