@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from inventory.allocations import RESERVATION_SYNC_ACTION
 from inventory.models import Allocation
-from jobs.actions import _call_slurm
+from jobs.action_handlers import _call_slurm
 from jobs.drivers.base import SlurmReservation, get_slurm_driver
 from portal.actions.registry import register_action_handler
 

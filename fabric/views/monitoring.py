@@ -11,7 +11,7 @@ from fabric import selectors
 from fabric.models import LldpFinding
 from fabric.overview import ROLE_FILTERS, STATES, clean_overview_filters, fabric_overview
 from fabric.rail_health import detect_rail_imbalance, rail_throughput_for_nodes
-from fabric.views.actions import SWITCH_ACTORS
+from fabric.views.action_pages import SWITCH_ACTORS
 from inventory.cable_trace import nodes_behind_switch
 from inventory.selectors import nodes_from_hostlist
 from portal.errors import InvalidInput, NotFound

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fabric.actions import enable_ecn_counters
+from fabric.action_handlers import enable_ecn_counters
 from fabric.drivers.base import (
     PortCounters,
     PortStatus,

@@ -201,7 +201,7 @@ def test_buffer_cli_refuses_the_traditional_model_and_checks_profiles():
 
 @pytest.mark.django_db
 def test_qos_action_fails_naming_what_did_not_match(settings):
-    from fabric.actions import apply_qos
+    from fabric.action_handlers import apply_qos
     from fabric.drivers.emulated import build_emulated_fabric, reset_emulated_fabric
     from fabric.services import request_apply_qos
     from portal.actions.registry import PermanentActionError
