@@ -1,4 +1,4 @@
-"""Writes for allocations of nodes to tenants (issue 8).
+"""Writes for allocations of nodes to tenants.
 
 An allocation is whole nodes for a period. Two tenants never hold the same node at the same
 time; nodes under maintenance or decommissioned are not handed out. Each allocation is backed

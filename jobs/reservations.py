@@ -1,4 +1,4 @@
-"""Slurm reservations that back tenants' allocations (issue 8), kept in step by an Action.
+"""Slurm reservations that back tenants' allocations, kept in step by an Action.
 
 The handler reconciles: it reads the allocation when it runs and makes Slurm match it, creating
 or updating the reservation, or deleting it once the allocation has ended or is gone. Running

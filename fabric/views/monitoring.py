@@ -19,7 +19,7 @@ from portal.ordering import Ordering, SortableListMixin
 from portal.views import RoleRequiredMixin
 
 # At most this many switches get their port cells on the overview (8 leafs of a pod, the 8
-# spines, a small fabric); more would be the heat map that did not scale (issue 19).
+# spines, a small fabric); more would be the heat map that did not scale.
 PORT_STRIPS_MAX_SWITCHES = 16
 
 

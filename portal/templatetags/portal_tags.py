@@ -21,7 +21,7 @@ def pretty_json(value) -> str:
     return json.dumps(value, cls=DjangoJSONEncoder, indent=2, sort_keys=True)
 
 
-# -- links to objects (issue 15): every reference a page shows is a link, if its reader may open it
+# -- links to objects: every reference a page shows is a link, if its reader may open it
 
 
 @register.simple_tag(takes_context=True)

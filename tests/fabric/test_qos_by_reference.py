@@ -1,6 +1,6 @@
-"""Table 15 goes to the profiles the lossless priority groups and queues actually use (issue 14
-item 4): a switch whose lossless buffer profile is not called pg_lossless_*, the dynamic buffer
-model (profiles in APPL_DB only), and a read-back that names what did not match."""
+"""Table 15 goes to the profiles the lossless priority groups and queues actually use: a switch
+whose lossless buffer profile is not called pg_lossless_*, the dynamic buffer model (profiles in
+APPL_DB only), and a read-back that names what did not match."""
 
 from __future__ import annotations
 

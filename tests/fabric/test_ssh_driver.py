@@ -373,7 +373,7 @@ def test_port_state_and_counters_are_read_as_intfutil_and_portstat_read_them(tru
         driver.close()
 
 
-# -- the contract against a switch served from sonic-db-dump files (issue 14 item 6) -----------
+# -- the contract against a switch served from sonic-db-dump files -----------
 
 HOSTILE_DUMP = Path(__file__).resolve().parents[2] / "fabric/emulator/dumps/leaf-hostile"
 

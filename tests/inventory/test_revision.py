@@ -1,4 +1,4 @@
-"""Whole-fleet reads are computed once per inventory change (issue 19, item 4).
+"""Whole-fleet reads are computed once per inventory change.
 
 Validation and the topology picture are cached under the inventory's revision
 (inventory/revision.py): a view of an unchanged inventory computes nothing, a saved or deleted

@@ -1,4 +1,4 @@
-"""The embedded default of `make demo` holds (issue 13, item 3).
+"""The embedded default of `make demo` holds.
 
 `make test` runs with PostgreSQL and Redis, so nothing else would notice the demo's own
 configuration breaking: SQLite, no Redis, Celery tasks in the web process, in-memory channel

@@ -1,4 +1,4 @@
-"""Periodic work never stacks and never waits in the web process (issue 19, item 3).
+"""Periodic work never stacks and never waits in the web process.
 
 The lease (portal/periodic.py) keeps a scheduled task to one run at a time, counts overruns and
 skips for the dashboard; the embedded scheduler (portal/scheduler.py) drops the starts an overrun
