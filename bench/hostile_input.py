@@ -4,7 +4,7 @@ per case: wall time and the memory the case added (peak RSS growth).
     .venv/bin/python bench/hostile_input.py              # every case
     .venv/bin/python bench/hostile_input.py --levels 7   # a smaller bomb (to time an old main)
 
-Target (issue 29): each bomb refused in under 100 ms and under 50 MB.
+Target: each bomb refused in under 100 ms and under 50 MB.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Websocket fan-out benchmark (issue 7): N clients on the "cluster" group, R node-state events
+"""Websocket fan-out benchmark: N clients on the "cluster" group, R node-state events
 per second published on commit, delay from commit to client receipt, and the server's CPU.
 
     .venv/bin/python bench/ws_fanout.py [--clients 200] [--rate 100] [--seconds 10]

@@ -1,4 +1,4 @@
-"""Reads behind the dashboard's cluster view (issue 7): the node grid and its summary counts.
+"""Reads behind the dashboard's cluster view: the node grid and its summary counts.
 
 The grid is built from the same visibility rules as the APIs: `visible_nodes` (a tenant admin's
 grid holds their allocations' nodes only), `visible_jobs` (their own tenant's jobs only, viewers

@@ -1,4 +1,4 @@
-"""Tenant pages (issue 8): a tenant's allocations and their nodes' states, their jobs, GPU-hours
+"""Tenant pages: a tenant's allocations and their nodes' states, their jobs, GPU-hours
 used against the allocations' capacity and open faults on their nodes; operators allocate nodes
 and end allocations here, tenant admins read their own tenant and export it as CSV."""
 
@@ -70,7 +70,7 @@ def allocation_rows(user, tenant) -> list[dict]:
 
 
 class TenantDetailView(RoleRequiredMixin, TemplateView):
-    template_name = "portal/tenant_detail.html"
+    template_name = "console/tenant_detail.html"
     allowed_roles = frozenset(Role)
 
     def get_context_data(self, **kwargs):

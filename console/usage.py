@@ -1,4 +1,4 @@
-"""Reads for a tenant's own pages (issue 8): their jobs, the GPU-hours they used per day and per
+"""Reads for a tenant's own pages: their jobs, the GPU-hours they used per day and per
 user against what their allocations offered, and open faults on their nodes told without
 internal detail.
 
@@ -48,13 +48,6 @@ class TenantUsage:
     capacity_seconds_by_day: dict[date, int]
 
     @property
-    def used_seconds_by_day(self) -> dict[date, int]:
-        totals = dict.fromkeys(self.days, 0)
-        for (day, _user), seconds in self.used_seconds.items():
-            totals[day] += seconds
-        return totals
-
-    @property
     def used_seconds_by_user(self) -> dict[str, int]:
         totals = dict.fromkeys(self.users, 0)
         for (_day, user), seconds in self.used_seconds.items():
@@ -98,7 +91,7 @@ class TenantUsage:
                 for user in self.users
             ],
             "capacity": [gpu_hours(self.capacity_seconds_by_day[day]) for day in self.days],
-            # An empty chart says "no data" instead of drawing an empty frame (issue 15).
+            # An empty chart says "no data" instead of drawing an empty frame.
             "has_data": bool(self.total_used_seconds or self.total_capacity_seconds),
         }
 

@@ -39,7 +39,7 @@ class SearchPageView(RoleRequiredMixin, TemplateView):
 
 
 class DashboardView(RoleRequiredMixin, TemplateView):
-    template_name = "portal/dashboard.html"
+    template_name = "console/dashboard.html"
     allowed_roles = frozenset(Role)
 
     def get(self, request, *args, **kwargs):

@@ -5,7 +5,7 @@ class FabricConfig(AppConfig):
     name = "fabric"
 
     def ready(self) -> None:
-        from fabric import actions  # noqa: F401 - registers the switch Action handlers
+        from fabric import action_handlers  # noqa: F401 - registers the switch Action handlers
         from fabric.health import check_fabric_polls
         from fabric.realtime import register_fabric_groups
         from inventory.ui_panels import register_switch_panel

@@ -5,7 +5,7 @@ swapped, mismatched or missing link, and when rail health flags an imbalance. Th
 registers a listener (in its AppConfig.ready) that opens a ticket: misconfiguration for swapped
 cables, NIC/transceiver for a missing link, interconnect switch for a rail imbalance.
 
-Signals (issue 15) travel the same way: `notify_fabric_signals([...])` with a `LinkChange` when a
+Signals travel the same way: `notify_fabric_signals([...])` with a `LinkChange` when a
 port the portal last saw up goes down or one seen down comes back (from the counter poll, or
 from a switch Action reading the port back), and a `SwitchReachability` when a switch stops
 answering the poll (FABRIC_UNREACHABLE_AFTER_FAILURES polls in a row) or answers again.

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+from inventory.cable_trace import NodeBehindPort, nodes_behind_switch
 from inventory.hostlist import compress_hostlist
 from inventory.models import Switch
-from inventory.selectors import NodeBehindPort, nodes_behind_switch
 
 
 @dataclass(frozen=True)

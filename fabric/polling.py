@@ -18,7 +18,6 @@ from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import JSONField
 from django.utils import timezone
 
 from fabric.drivers.base import (
@@ -41,6 +40,7 @@ from fabric.models import PortCounterHistory, PortCounterLatest, SwitchPollState
 from fabric.overview import overview_delta, unscoped_overview_cells
 from fabric.targets import SwitchNotAddressable, switch_target
 from inventory.models import Switch, SwitchPort
+from portal.bulk_copy import bulk_upsert
 from portal.realtime import publish
 
 logger = logging.getLogger(__name__)
@@ -289,6 +289,28 @@ def _status_letter(admin_up: bool, oper_up: bool) -> str:
     return "U" if oper_up else "D"
 
 
+@dataclass
+class _PollWrites:
+    """What storing one poll writes once every switch is read, gathered switch by switch."""
+
+    latest: list[dict] = field(default_factory=list)
+    history: list[dict] = field(default_factory=list)
+    changed_ports: list[tuple[int, str, str]] = field(default_factory=list)
+    signals: list = field(default_factory=list)
+
+
+@dataclass
+class _SwitchTraffic:
+    """One switch's ports summed over one poll."""
+
+    port_codes: dict[str, str] = field(default_factory=dict)
+    in_bytes: float = 0.0
+    out_bytes: float = 0.0
+    pfc_pauses: float = 0.0
+    ecn_marked: float = 0.0
+    utilizations: list[float] = field(default_factory=list)
+
+
 def store_readings(
     switches: list[Switch], readings: list[SwitchReading], polled_at: datetime, result: PollResult
 ) -> dict[str, dict]:
@@ -302,117 +324,163 @@ def store_readings(
     states = {
         state.switch_id: state for state in SwitchPollState.objects.filter(switch__in=switches)
     }
-    ok_ids = [by_switch[r.hostname].pk for r in readings if not r.error]
-    inventory_ports = {
-        (switch_id, name): (port_id, admin, oper)
-        for port_id, switch_id, name, admin, oper in SwitchPort.objects.filter(
-            switch_id__in=ok_ids, breakout_mode=""
-        ).values_list("id", "switch_id", "name", "admin_status", "oper_status")
-    }
-    latest = {
-        row["port_id"]: row
-        for row in PortCounterLatest.objects.filter(port__switch_id__in=ok_ids).values(
-            *PREVIOUS_SAMPLE_FIELDS
-        )
-    }
-    new_latest: list[dict] = []
-    history: list[dict] = []
-    changed_ports: list[tuple[int, str, str]] = []
-    signals: list = []
+    answered = [by_switch[r.hostname].pk for r in readings if not r.error]
+    inventory_ports = _inventory_ports(answered)
+    previous = _previous_samples(answered)
     unreachable_after = getattr(
         settings, "FABRIC_UNREACHABLE_AFTER_FAILURES", DEFAULT_UNREACHABLE_AFTER_FAILURES
     )
+    writes = _PollWrites()
     summaries: dict[str, dict] = {}
     for reading in readings:
         switch = by_switch[reading.hostname]
         state = states.get(switch.pk) or SwitchPollState(switch=switch)
         state.last_polled_at = polled_at
         state.poll_seconds = reading.seconds
+        states[switch.pk] = state
         if reading.error:
-            state.last_error = reading.error[:2000]
-            state.consecutive_failures += 1
-            if state.consecutive_failures == unreachable_after:
-                signals.append(SwitchReachability(
-                    switch.hostname, False, state.last_error, state.consecutive_failures
-                ))
-            states[switch.pk] = state
+            _record_failure(state, reading, unreachable_after, writes.signals)
             result.failed.append(reading.hostname)
             summaries[reading.hostname] = {"ok": False, "error": state.last_error[:200]}
             continue
-        taken_at = reading.snapshot.taken_at
-        slot, bucket_start = history_slot(taken_at)
-        counted = {counters.name: counters for counters in reading.snapshot.ports}
-        unmapped = [status.name for status in reading.ports if status.name not in counted]
-        port_codes: dict[str, str] = {}
-        totals = {"in": 0.0, "out": 0.0, "pfc": 0.0, "ecn": 0.0}
-        utilizations: list[float] = []
-        for status in reading.ports:
-            known = inventory_ports.get((switch.pk, status.name))
-            if known is None:
-                continue  # the switch has ports the inventory does not list (e.g. management)
-            port_id, stored_admin, stored_oper = known
-            counters = counted.get(status.name) or PortCounters(status.name, None, None)
-            row = latest_row(port_id, status, counters, taken_at, latest.get(port_id))
-            row["counters_mapped"] = status.name in counted
-            new_latest.append(row)
-            result.ports += 1
-            utilization = row["utilization"] or 0.0
-            port_codes[status.name] = (
-                f"{_status_letter(status.admin_up, status.oper_up)}{round(utilization * 100)}"
-            )
-            if row["in_bytes_per_second"] is not None:
-                totals["in"] += row["in_bytes_per_second"]
-                totals["out"] += row["out_bytes_per_second"] or 0.0
-                totals["pfc"] += (_known_sum(row["pfc_rx_rates"]) or 0.0) + (
-                    _known_sum(row["pfc_tx_rates"]) or 0.0)
-                totals["ecn"] += row["ecn_marked_per_second"] or 0.0
-                history.append(history_row(row, slot, bucket_start))
-            if status.oper_up and row["utilization"] is not None:
-                utilizations.append(utilization)
-            admin = "up" if status.admin_up else "down"
-            oper = "up" if status.oper_up else "down"
-            if (stored_admin, stored_oper) != (admin, oper):
-                changed_ports.append((port_id, admin, oper))
-                was_up = (stored_admin, stored_oper) == ("up", "up")
-                if stored_oper and was_up != (status.admin_up and status.oper_up):
-                    signals.append(
-                        LinkChange(switch.hostname, status.name, status.admin_up, status.oper_up)
-                    )
-        if unmapped and unmapped != list(state.unmapped_ports or []):
-            _report_unmapped(reading.hostname, unmapped)
-        state.unmapped_ports = unmapped
-        if state.consecutive_failures >= unreachable_after:
-            signals.append(SwitchReachability(switch.hostname, True))
-        state.last_seen_at = taken_at
-        state.last_error = ""
-        state.consecutive_failures = 0
-        state.ports_up = sum(1 for s in reading.ports if s.oper_up)
-        state.ports_down = sum(1 for s in reading.ports if s.admin_up and not s.oper_up)
-        state.in_bytes_per_second = totals["in"]
-        state.out_bytes_per_second = totals["out"]
-        state.pfc_pause_per_second = totals["pfc"]
-        state.ecn_counters = reading.snapshot.ecn_counters
-        state.ecn_marked_per_second = (totals["ecn"] if state.ecn_counters == ECN_COLLECTED
-                                       else None)
-        state.mean_utilization = sum(utilizations) / len(utilizations) if utilizations else 0.0
-        state.max_utilization = max(utilizations, default=0.0)
-        states[switch.pk] = state
-        summaries[reading.hostname] = {
-            "ok": True,
-            "in_bps": round(totals["in"]),
-            "out_bps": round(totals["out"]),
-            "mean_util": round(state.mean_utilization, 4),
-            "max_util": round(state.max_utilization, 4),
-            "up": state.ports_up,
-            "down": state.ports_down,
-            "ports": port_codes,
-        }
+        traffic = _store_ports(switch, reading, inventory_ports, previous, writes, result)
+        _record_success(state, reading, traffic, unreachable_after, writes.signals)
+        summaries[reading.hostname] = _switch_summary(state, traffic)
     _save_states(list(states.values()))
-    upsert(PortCounterLatest, new_latest, unique_fields=["port"])
-    upsert(PortCounterHistory, history, unique_fields=["port", "slot"])
-    _record_port_status(changed_ports, polled_at)
-    notify_fabric_signals(signals)
+    bulk_upsert(PortCounterLatest, writes.latest, unique_fields=["port"])
+    bulk_upsert(PortCounterHistory, writes.history, unique_fields=["port", "slot"])
+    _record_port_status(writes.changed_ports, polled_at)
+    notify_fabric_signals(writes.signals)
     return summaries
+
+
+def _inventory_ports(switch_ids: list[int]) -> dict[tuple[int, str], tuple[int, str, str]]:
+    """{(switch id, port name): (port id, admin status, oper status)} of the whole ports the
+    inventory lists (a breakout cage has no counters of its own)."""
+    return {
+        (switch_id, name): (port_id, admin, oper)
+        for port_id, switch_id, name, admin, oper in SwitchPort.objects.filter(
+            switch_id__in=switch_ids, breakout_mode=""
+        ).values_list("id", "switch_id", "name", "admin_status", "oper_status")
+    }
+
+
+def _previous_samples(switch_ids: list[int]) -> dict[int, dict]:
+    """The stored sample of each port, by port id, that this poll's rates start from."""
+    return {
+        row["port_id"]: row
+        for row in PortCounterLatest.objects.filter(port__switch_id__in=switch_ids).values(
+            *PREVIOUS_SAMPLE_FIELDS
+        )
+    }
+
+
+def _record_failure(
+    state: SwitchPollState, reading: SwitchReading, unreachable_after: int, signals: list
+) -> None:
+    """A switch that did not answer keeps its last-seen time; it is reported unreachable once,
+    when the failures in a row reach `unreachable_after`."""
+    state.last_error = reading.error[:2000]
+    state.consecutive_failures += 1
+    if state.consecutive_failures == unreachable_after:
+        signals.append(SwitchReachability(
+            reading.hostname, False, state.last_error, state.consecutive_failures
+        ))
+
+
+def _store_ports(
+    switch: Switch,
+    reading: SwitchReading,
+    inventory_ports: dict[tuple[int, str], tuple[int, str, str]],
+    previous: dict[int, dict],
+    writes: _PollWrites,
+    result: PollResult,
+) -> _SwitchTraffic:
+    """Latest and history rows of one switch's ports, their status changes and link signals;
+    returns the switch's traffic summed over its ports."""
+    taken_at = reading.snapshot.taken_at
+    slot, bucket_start = history_slot(taken_at)
+    counted = {counters.name: counters for counters in reading.snapshot.ports}
+    traffic = _SwitchTraffic()
+    for status in reading.ports:
+        known = inventory_ports.get((switch.pk, status.name))
+        if known is None:
+            continue  # the switch has ports the inventory does not list (e.g. management)
+        port_id, stored_admin, stored_oper = known
+        counters = counted.get(status.name) or PortCounters(status.name, None, None)
+        row = latest_row(port_id, status, counters, taken_at, previous.get(port_id))
+        row["counters_mapped"] = status.name in counted
+        writes.latest.append(row)
+        result.ports += 1
+        utilization = row["utilization"] or 0.0
+        traffic.port_codes[status.name] = (
+            f"{_status_letter(status.admin_up, status.oper_up)}{round(utilization * 100)}"
+        )
+        if row["in_bytes_per_second"] is not None:
+            traffic.in_bytes += row["in_bytes_per_second"]
+            traffic.out_bytes += row["out_bytes_per_second"] or 0.0
+            traffic.pfc_pauses += (_known_sum(row["pfc_rx_rates"]) or 0.0) + (
+                _known_sum(row["pfc_tx_rates"]) or 0.0)
+            traffic.ecn_marked += row["ecn_marked_per_second"] or 0.0
+            writes.history.append(history_row(row, slot, bucket_start))
+        if status.oper_up and row["utilization"] is not None:
+            traffic.utilizations.append(utilization)
+        admin = "up" if status.admin_up else "down"
+        oper = "up" if status.oper_up else "down"
+        if (stored_admin, stored_oper) != (admin, oper):
+            writes.changed_ports.append((port_id, admin, oper))
+            was_up = (stored_admin, stored_oper) == ("up", "up")
+            if stored_oper and was_up != (status.admin_up and status.oper_up):
+                writes.signals.append(
+                    LinkChange(switch.hostname, status.name, status.admin_up, status.oper_up)
+                )
+    return traffic
+
+
+def _record_success(
+    state: SwitchPollState,
+    reading: SwitchReading,
+    traffic: _SwitchTraffic,
+    unreachable_after: int,
+    signals: list,
+) -> None:
+    """The poll state of a switch that answered: seen now, failures cleared (reported reachable
+    again if it had been reported unreachable), its ports counted and its traffic summed."""
+    counted = {counters.name for counters in reading.snapshot.ports}
+    unmapped = [status.name for status in reading.ports if status.name not in counted]
+    if unmapped and unmapped != list(state.unmapped_ports or []):
+        _report_unmapped(reading.hostname, unmapped)
+    state.unmapped_ports = unmapped
+    if state.consecutive_failures >= unreachable_after:
+        signals.append(SwitchReachability(reading.hostname, True))
+    state.last_seen_at = reading.snapshot.taken_at
+    state.last_error = ""
+    state.consecutive_failures = 0
+    state.ports_up = sum(1 for s in reading.ports if s.oper_up)
+    state.ports_down = sum(1 for s in reading.ports if s.admin_up and not s.oper_up)
+    state.in_bytes_per_second = traffic.in_bytes
+    state.out_bytes_per_second = traffic.out_bytes
+    state.pfc_pause_per_second = traffic.pfc_pauses
+    state.ecn_counters = reading.snapshot.ecn_counters
+    state.ecn_marked_per_second = (traffic.ecn_marked if state.ecn_counters == ECN_COLLECTED
+                                   else None)
+    utilizations = traffic.utilizations
+    state.mean_utilization = sum(utilizations) / len(utilizations) if utilizations else 0.0
+    state.max_utilization = max(utilizations, default=0.0)
+
+
+def _switch_summary(state: SwitchPollState, traffic: _SwitchTraffic) -> dict:
+    """A switch that answered, as the "fabric" event carries it."""
+    return {
+        "ok": True,
+        "in_bps": round(traffic.in_bytes),
+        "out_bps": round(traffic.out_bytes),
+        "mean_util": round(state.mean_utilization, 4),
+        "max_util": round(state.max_utilization, 4),
+        "up": state.ports_up,
+        "down": state.ports_down,
+        "ports": traffic.port_codes,
+    }
 
 
 def _report_unmapped(hostname: str, ports: list[str]) -> None:
@@ -457,63 +525,12 @@ def _record_port_status(changed: list[tuple[int, str, str]], seen_at: datetime) 
         )
 
 
-def upsert(model, rows: list[dict], *, unique_fields: list[str]) -> None:
-    """Insert `rows` ({attname: value}, every concrete field but the primary key), or update
-    every other column where `unique_fields` already exist.
-
-    On PostgreSQL through COPY into a temporary table and one INSERT ... ON CONFLICT: the ORM's
-    per-value preparation was most of a poll's time (43,000 ports at scale 20). Elsewhere
-    (SQLite for the demo) through bulk_create.
-    """
-    if not rows:
-        return
-    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
-    unique_columns = [model._meta.get_field(name).column for name in unique_fields]
-    updated = [f.column for f in fields if f.column not in unique_columns]
-    if connection.vendor != "postgresql":
-        model.objects.bulk_create(
-            [model(**row) for row in rows],
-            update_conflicts=True,
-            unique_fields=unique_fields,
-            update_fields=[f.name for f in fields if f.column in updated],
-            batch_size=2000,
-        )
-        return
-    from psycopg.types.json import Jsonb
-
-    quote = connection.ops.quote_name
-    table = quote(model._meta.db_table)
-    staging = quote(f"{model._meta.db_table}_staging")
-    columns = ", ".join(quote(f.column) for f in fields)
-    is_json = [isinstance(f, JSONField) for f in fields]
-    attnames = [f.attname for f in fields]
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"CREATE TEMPORARY TABLE IF NOT EXISTS {staging} ON COMMIT DELETE ROWS AS "  # noqa: S608
-            f"SELECT {columns} FROM {table} WITH NO DATA"
-        )
-        with cursor.cursor.copy(f"COPY {staging} ({columns}) FROM STDIN") as copy:
-            for row in rows:
-                values = [row[name] for name in attnames]
-                for position, json_field in enumerate(is_json):
-                    if json_field:
-                        values[position] = Jsonb(values[position])
-                copy.write_row(values)
-        assignments = ", ".join(f"{quote(c)} = EXCLUDED.{quote(c)}" for c in updated)
-        conflict = ", ".join(quote(c) for c in unique_columns)
-        cursor.execute(
-            f"INSERT INTO {table} ({columns}) SELECT {columns} FROM {staging} "  # noqa: S608
-            f"ON CONFLICT ({conflict}) DO UPDATE SET {assignments}"
-        )
-        cursor.execute(f"DELETE FROM {staging}")  # noqa: S608 - a second upsert may follow
-
-
 def _save_states(states: list[SwitchPollState]) -> None:
     if connection.vendor == "postgresql":
         # One COPY and upsert: bulk_update's CASE per column and row took seconds for 520
         # switches, longer than storing their 43,000 ports.
         fields = [f.attname for f in SwitchPollState._meta.concrete_fields if not f.primary_key]
-        upsert(SwitchPollState, [{name: getattr(state, name) for name in fields}
+        bulk_upsert(SwitchPollState, [{name: getattr(state, name) for name in fields}
                                  for state in states], unique_fields=["switch"])
         return
     new = [state for state in states if state.pk is None]

@@ -1,5 +1,5 @@
 """One word for a switch port's condition, shared by the heat map, the switch page and the
-legend, so that a port shut on purpose never looks like one nobody cabled (issue 15)."""
+legend, so that a port shut on purpose never looks like one nobody cabled."""
 
 from __future__ import annotations
 

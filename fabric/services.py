@@ -2,7 +2,7 @@
 
 Each request is validated against the inventory first (a port the inventory does not know on
 that switch is a 400 before anything is queued), then becomes one durable Action in the caller's
-transaction; `fabric/actions.py` carries it out on a worker through the switch driver.
+transaction; `fabric/action_handlers.py` carries it out on a worker through the switch driver.
 """
 
 from __future__ import annotations

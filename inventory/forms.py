@@ -89,7 +89,7 @@ class CableFilterForm(FilterForm):
         required=False,
         widget=forms.TextInput(attrs={"placeholder": "gpu001", "type": "search"}),
     )
-    # A cable number on any page links here (issue 15): the list narrowed to that one cable.
+    # A cable number on any page links here: the list narrowed to that one cable.
     cable = forms.IntegerField(required=False, min_value=1, label="Cable #")
 
     def clean_switch(self) -> str:

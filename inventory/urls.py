@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from inventory.views import detail, fabric, lists
+from inventory.views import detail, lists, topology
 
 app_name = "inventory"
 
@@ -18,6 +18,6 @@ urlpatterns = [
     path("switches/<str:hostname>/", detail.SwitchDetailView.as_view(), name="switch-detail"),
     path("cables/", lists.CableListView.as_view(), name="cable-list"),
     path("search/", lists.HardwareSearchView.as_view(), name="hardware-search"),
-    path("topology/", fabric.TopologyView.as_view(), name="topology"),
-    path("validation/", fabric.ValidationView.as_view(), name="validation"),
+    path("topology/", topology.TopologyView.as_view(), name="topology"),
+    path("validation/", topology.ValidationView.as_view(), name="validation"),
 ]

@@ -7,7 +7,7 @@ class JobsConfig(AppConfig):
     def ready(self):
         from inventory.ui_panels import register_node_panel
         from jobs import (
-            actions,  # noqa: F401 - registers the drain and resume handlers
+            action_handlers,  # noqa: F401 - registers the drain and resume handlers
             reservations,  # noqa: F401 - registers the reservation handler
         )
         from jobs.health import check_slurm_controller

@@ -5,7 +5,7 @@
 - Resume guards: before a resume is queued, `resume_blockers` asks every registered guard why a
   node should stay out of service (an open fault ticket, say); the caller needs an explicit
   override to resume such nodes.
-- Signals (issue 15): the node-state sync calls `notify_slurm_signal` with `HealthCheckDrain`
+- Signals: the node-state sync calls `notify_slurm_signal` with `HealthCheckDrain`
   when the node health check drains a node, `NodeRecovered` when a node leaves DOWN /
   NOT_RESPONDING or a health-check drain; the accounting import with `JobNodeFail` when a job
   ends NODE_FAIL. Each listener runs in its own savepoint: a failure is logged and rolled back

@@ -1,4 +1,4 @@
-"""Slurm reservations that back tenants' allocations (issue 8), kept in step by an Action.
+"""Slurm reservations that back tenants' allocations, kept in step by an Action.
 
 The handler reconciles: it reads the allocation when it runs and makes Slurm match it, creating
 or updating the reservation, or deleting it once the allocation has ended or is gone. Running
@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from inventory.allocations import RESERVATION_SYNC_ACTION
 from inventory.models import Allocation
-from jobs.actions import _call_slurm
+from jobs.action_handlers import _call_slurm
 from jobs.drivers.base import SlurmReservation, get_slurm_driver
 from portal.actions.registry import register_action_handler
 

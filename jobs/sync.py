@@ -134,8 +134,8 @@ def _signalled(state: str, reason: str) -> bool:
 
 
 def _notify_signals(change: NodeStateChange, node: Node) -> None:
-    """A health-check drain starting, or a node leaving a signalled state or a drain
-    (issue 15)."""
+    """A health-check drain starting, or a node leaving a signalled state or a drain: told to
+    the signal listeners (jobs/hooks.py), which open and close fault tickets."""
     was = _signalled(change.previous_state, change.previous_reason)
     now = _signalled(change.state, change.reason)
     health_drain = change.state in DRAINED_STATES and hooks.is_health_check_reason(change.reason)

@@ -132,7 +132,7 @@ class _NodeActionView(RoleRequiredMixin, View):
 
     def back(self, request):
         """To the form's page, carrying what was typed (the hostlist and the reason) in the
-        query string so the refused form comes back filled in (issue 15)."""
+        query string so the refused form comes back filled in."""
         target = request.POST.get("next", "")
         if not (target and url_has_allowed_host_and_scheme(
             target, allowed_hosts={request.get_host()}, require_https=request.is_secure()

@@ -1,7 +1,7 @@
 """The Redis cache, failing open: an unreachable Redis is a cache miss, not a failed request.
 
 What the portal keeps in the cache (API throttling budgets, page fragments) is worth less than
-answering: with Redis down, Action requests must still return 202 (issue 13), so a read
+answering: with Redis down, Action requests must still return 202, so a read
 answers "not cached" and a write is skipped, each logged. Counters (`incr`) and `clear` still
 raise: their callers must know.
 """

@@ -1,4 +1,4 @@
-"""Sortable columns for every list page (issue 15): `?ordering=field` or `?ordering=-field`.
+"""Sortable columns for every list page: `?ordering=field` or `?ordering=-field`.
 
 A list declares the columns it may be sorted by, each mapped to the ORM expressions that sort
 it, so a request can never order by a field the page does not show (or by a private one). An

@@ -60,18 +60,9 @@ INSTALLED_APPS = [
     "faults",
     "fabric",
     "console",  # above the domain apps: pages and endpoints that compose them (impact, search)
-]
-
-MIDDLEWARE = [
-    "portal.metrics.RequestMetricsMiddleware",
-    "django.middleware.security.SecurityMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.common.CommonMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "telemetry",  # GPU telemetry read from the site's Prometheus
+    "axes",  # login lock-out
+    "csp",  # Content-Security-Policy
 ]
 
 ROOT_URLCONF = "portal.urls"
@@ -178,7 +169,7 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_RESULT_EXPIRES = 3600
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-# --- Requests never wait on the broker (issue 13): the Action row is the outbox, so a send that
+# --- Requests never wait on the broker: the Action row is the outbox, so a send that
 # fails is left to the sweeper. No task result is read (the Action row is the result), so no
 # publish waits on the result backend (its reconnect loop held requests 16-19 s while Redis was
 # down); one quick retry covers a pooled connection that went stale, short socket timeouts
@@ -205,9 +196,16 @@ if REDIS_URL:
     }
 # --- end of broker bounds ---
 CELERY_TASK_DEFAULT_QUEUE = "default"
+# Every task's queue, in one place (tests/portal/test_operations.py fails on a task without one).
 CELERY_TASK_ROUTES = {
     "portal.tasks.run_action": {"queue": "actions"},
     "portal.tasks.sweep_stuck_actions": {"queue": "periodic"},
+    "jobs.tasks.sync_node_states": {"queue": "periodic"},
+    "jobs.tasks.sync_live_jobs": {"queue": "periodic"},
+    "jobs.tasks.import_accounting": {"queue": "periodic"},
+    "fabric.tasks.poll_fabric_counters": {"queue": "periodic"},
+    "fabric.tasks.reconcile_fabric_lldp": {"queue": "periodic"},
+    "fabric.tasks.check_running_jobs_rail_health": {"queue": "periodic"},
 }
 CELERY_BEAT_SCHEDULE = {
     "sweep-stuck-actions": {
@@ -216,7 +214,7 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 
-# --- jobs app: Slurm sync (issue 4) ------------------------------------------------------------
+# --- jobs app: Slurm sync (jobs/sync.py, jobs/tasks.py) ----------------------------------------
 # Node states and squeue are mirrored every few seconds; accounting (sacct) less often.
 JOBS_NODE_SYNC_INTERVAL = env_float(ENV, "JOBS_NODE_SYNC_INTERVAL", 5.0)
 JOBS_LIVE_SYNC_INTERVAL = env_float(ENV, "JOBS_LIVE_SYNC_INTERVAL", 5.0)
@@ -228,13 +226,6 @@ SLURM_SIMULATOR = {
     "seed": env_int(ENV, "SLURM_SIMULATOR_SEED", 20250301),
     "mean_arrival_seconds": env_float(ENV, "SLURM_SIMULATOR_MEAN_ARRIVAL_SECONDS", 2700.0),
 }
-CELERY_TASK_ROUTES.update(
-    {
-        "jobs.tasks.sync_node_states": {"queue": "periodic"},
-        "jobs.tasks.sync_live_jobs": {"queue": "periodic"},
-        "jobs.tasks.import_accounting": {"queue": "periodic"},
-    }
-)
 CELERY_BEAT_SCHEDULE.update(
     {
         # `expires`: a run still queued when the next is due is dropped, not piled up.
@@ -258,17 +249,14 @@ CELERY_BEAT_SCHEDULE.update(
 # --- end of jobs app block ----------------------------------------------------------------------
 
 # --- fabric-monitor: counter polling and LLDP reconciliation (fabric/polling.py, lldp.py) ------
-CELERY_TASK_ROUTES |= {
-    "fabric.tasks.poll_fabric_counters": {"queue": "periodic"},
-    "fabric.tasks.reconcile_fabric_lldp": {"queue": "periodic"},
-    "fabric.tasks.check_running_jobs_rail_health": {"queue": "periodic"},
-}
+# How often every switch's counters are read; the rail check and readiness follow it.
+FABRIC_POLL_INTERVAL = env_float(ENV, "FABRIC_POLL_INTERVAL", 60.0)
 CELERY_BEAT_SCHEDULE |= {
     "fabric-poll-counters": {
         "task": "fabric.tasks.poll_fabric_counters",
-        "schedule": env_float(ENV, "FABRIC_POLL_INTERVAL", 60.0),
+        "schedule": FABRIC_POLL_INTERVAL,
         # A poll that waited longer than one interval is stale: the next one is due anyway.
-        "options": {"expires": env_float(ENV, "FABRIC_POLL_INTERVAL", 60.0)},
+        "options": {"expires": FABRIC_POLL_INTERVAL},
     },
     "fabric-reconcile-lldp": {
         "task": "fabric.tasks.reconcile_fabric_lldp",
@@ -277,8 +265,8 @@ CELERY_BEAT_SCHEDULE |= {
     # Rail imbalance needs several history samples: checking as often as the poll is enough.
     "fabric-rail-health-of-running-jobs": {
         "task": "fabric.tasks.check_running_jobs_rail_health",
-        "schedule": env_float(ENV, "FABRIC_POLL_INTERVAL", 60.0),
-        "options": {"expires": env_float(ENV, "FABRIC_POLL_INTERVAL", 60.0)},
+        "schedule": FABRIC_POLL_INTERVAL,
+        "options": {"expires": FABRIC_POLL_INTERVAL},
     },
 }
 # Switches read at once by one poll (threads; each waits on SSH, not on the CPU).
@@ -295,7 +283,6 @@ FABRIC_RAIL_IMBALANCE_SAMPLES = env_int(ENV, "FABRIC_RAIL_IMBALANCE_SAMPLES", 3)
 FABRIC_EVENT_MAX_PORTS = env_int(ENV, "FABRIC_EVENT_MAX_PORTS", 5000)
 # Readiness (fabric/health.py): a switch whose last answered poll is older than this is stale;
 # three polls missed by default, so one slow poll does not flap the health check.
-FABRIC_POLL_INTERVAL = env_float(ENV, "FABRIC_POLL_INTERVAL", 60.0)
 FABRIC_READINESS_STALE_SECONDS = env_float(
     ENV, "FABRIC_READINESS_STALE_SECONDS", 3 * FABRIC_POLL_INTERVAL
 )
@@ -376,13 +363,32 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PAGINATION_CLASS": "portal.pagination.StandardPagination",
     "PAGE_SIZE": 100,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # The schema documents every error status (portal/api/schema.py).
+    "DEFAULT_SCHEMA_CLASS": "portal.api.schema.PortalAutoSchema",
     "EXCEPTION_HANDLER": "portal.api.exceptions.exception_handler",
     "DEFAULT_RENDERER_CLASSES": [
         "rest_framework.renderers.JSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
     ],
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
+    # NUL characters, which PostgreSQL cannot store, are a 400 naming the field wherever text
+    # comes in.
+    "DEFAULT_PARSER_CLASSES": [
+        "portal.api.parsers.JSONParser",
+        "portal.api.parsers.FormParser",
+        "portal.api.parsers.MultiPartParser",
+    ],
+    # API throttling (portal/throttling.py): budgets per client address for requests without
+    # credentials and for failed token authentication; authenticated use only if a rate is set.
+    "DEFAULT_THROTTLE_CLASSES": [
+        "portal.throttling.AnonymousRateThrottle",
+        "portal.throttling.AuthenticatedRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "anon": env_rate(ENV, "API_THROTTLE_ANON_RATE", "60/min"),
+        "failed_auth": env_rate(ENV, "API_THROTTLE_FAILED_AUTH_RATE", "20/min"),
+        "user": env_rate(ENV, "API_THROTTLE_USER_RATE", None),
+    },
 }
 
 SPECTACULAR_SETTINGS = {
@@ -407,20 +413,16 @@ SPECTACULAR_SETTINGS = {
         "NicRoleEnum": "inventory.models.compute.NIC.Role",
         "SwitchRoleEnum": "inventory.models.network.Switch.Role",
         "ActionStatusEnum": "portal.models.actions.ActionStatus",
+        # The fault enums get names so they do not collide with the Actions' "status".
+        "FaultStatusEnum": "faults.workflow.Status",
+        "FaultSourceEnum": "faults.models.Source",
+        "FaultSeverityEnum": "faults.models.Severity",
+        "JobSourceEnum": "jobs.models.Job.Source",
+        "ViolationSeverityEnum": [("error", "error"), ("warning", "warning")],
     },
 }
 
-# --- faults (issue 5) ---------------------------------------------------------------------------
-# Name the fault enums so they do not collide with the Actions' "status" in the OpenAPI schema.
-SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
-    **SPECTACULAR_SETTINGS.get("ENUM_NAME_OVERRIDES", {}),
-    "FaultStatusEnum": "faults.workflow.Status",
-    "FaultSourceEnum": "faults.models.Source",
-    "FaultSeverityEnum": "faults.models.Severity",
-    "JobSourceEnum": "jobs.models.Job.Source",
-    "ViolationSeverityEnum": [("error", "error"), ("warning", "warning")],
-    "ActionStatusEnum": "portal.models.actions.ActionStatus",
-}
+# --- faults: tickets, intake, triage, recovery (faults/) -----------------------------------------
 # Hours after resolution during which a ticket may be reopened (a new ticket linked to it), and
 # an event with the same fingerprint is linked as a recurrence.
 FAULTS_REOPEN_WINDOW_HOURS = env_float(ENV, "FAULTS_REOPEN_WINDOW_HOURS", 72.0)
@@ -431,8 +433,7 @@ FAULTS_REPEAT_THRESHOLD = 2
 # Extra Alertmanager alertname -> event kind mappings (faults/parsing.py has the defaults).
 FAULTS_ALERTNAME_KINDS: dict = {}
 
-# --- telemetry (issue 16): GPU telemetry read from the site's Prometheus (telemetry/) -----------
-INSTALLED_APPS += ["telemetry"]
+# --- telemetry: GPU telemetry read from the site's Prometheus (telemetry/) -----------
 # Empty: no telemetry; the pages say so instead of showing zeros.
 PROMETHEUS_URL = ENV.get("PROMETHEUS_URL", "").strip()
 TELEMETRY_DRIVER = ENV.get("TELEMETRY_DRIVER", "telemetry.drivers.prometheus.PrometheusDriver")
@@ -444,19 +445,7 @@ TELEMETRY_STEP_SECONDS = env_float(ENV, "TELEMETRY_STEP_SECONDS", 60.0)
 TELEMETRY_IDLE_WINDOW_SECONDS = env_float(ENV, "TELEMETRY_IDLE_WINDOW_SECONDS", 300.0)
 # --- end of telemetry ----------------------------------------------------------------------------
 
-# --- API contract (issue 13) ----------------------------------------------------------------------
-# The schema documents every error status (portal/api/schema.py), and NUL characters, which
-# PostgreSQL cannot store, are a 400 naming the field wherever text comes in.
-REST_FRAMEWORK["DEFAULT_SCHEMA_CLASS"] = "portal.api.schema.PortalAutoSchema"
-REST_FRAMEWORK["DEFAULT_PARSER_CLASSES"] = [
-    "portal.api.parsers.JSONParser",
-    "portal.api.parsers.FormParser",
-    "portal.api.parsers.MultiPartParser",
-]
-MIDDLEWARE.insert(
-    MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
-    "portal.middleware.RejectNulCharactersMiddleware",
-)
+# --- Request bodies: how much of one is read ------------------------------------------------------
 # A topology spec posted as YAML is read no further than this: the SAKURAONE spec is 5 kB, and
 # its templates keep a 12,500-node fleet's spec as small (inventory/api/parsers.py).
 TOPOLOGY_SPEC_MAX_BYTES = 1024 * 1024
@@ -471,7 +460,7 @@ LOGGING = {
     "loggers": {"django.db.backends": {"level": "WARNING"}, "asyncssh": {"level": "WARNING"}},
 }
 
-# --- Brakes and production security (issue 13): login lock-out, API throttling, token lifetime,
+# --- Brakes and production security: login lock-out, API throttling, token lifetime,
 # HTTPS, Content-Security-Policy. README.md "Brakes and production security" documents them.
 # How many reverse proxies in front of the portal append X-Forwarded-For; 0 trusts no such header
 # (right when daphne runs with --proxy-headers, which already puts the client in REMOTE_ADDR).
@@ -480,12 +469,6 @@ TRUSTED_PROXY_COUNT = env_int(ENV, "TRUSTED_PROXY_COUNT", 0)
 # Login lock-out (django-axes): after LOGIN_FAILURE_LIMIT failed logins a username (from that
 # address, by default) is refused for LOGIN_COOLOFF_MINUTES, even with the right password;
 # portal/lockout.py answers the login page with 429 and records the lock-out in the audit log.
-INSTALLED_APPS += ["axes", "csp"]
-MIDDLEWARE.insert(
-    MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
-    "csp.middleware.CSPMiddleware",
-)
-MIDDLEWARE.append("axes.middleware.AxesMiddleware")  # turns a lock-out into its response
 AUTHENTICATION_BACKENDS = [
     "portal.lockout.LoginLockoutBackend",  # first: refuses locked-out logins before any check
     "django.contrib.auth.backends.ModelBackend",
@@ -513,17 +496,7 @@ AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_CLIENT_IP_CALLABLE = "portal.throttling.login_client_address"
 AXES_LOCKOUT_CALLABLE = "portal.lockout.lockout_response"
 
-# API throttling (portal/throttling.py): budgets per client address for requests without
-# credentials and for failed token authentication; authenticated use only if a rate is set.
-REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"] = [
-    "portal.throttling.AnonymousRateThrottle",
-    "portal.throttling.AuthenticatedRateThrottle",
-]
-REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {
-    "anon": env_rate(ENV, "API_THROTTLE_ANON_RATE", "60/min"),
-    "failed_auth": env_rate(ENV, "API_THROTTLE_FAILED_AUTH_RATE", "20/min"),
-    "user": env_rate(ENV, "API_THROTTLE_USER_RATE", None),
-}
+# API throttling: the budgets are REST_FRAMEWORK's DEFAULT_THROTTLE_RATES above.
 
 # API tokens: none lives longer than this; a token created without an expiry gets the maximum.
 API_TOKEN_MAX_LIFETIME_DAYS = env_int(ENV, "API_TOKEN_MAX_LIFETIME_DAYS", 365)
@@ -572,7 +545,7 @@ else:
     CONTENT_SECURITY_POLICY = _content_security_policy
 # --- end of brakes and production security ------------------------------------------------------
 
-# --- Signing in through the site's directory or a single sign-on proxy (issue 17): LDAP when
+# --- Signing in through the site's directory or a single sign-on proxy: LDAP when
 # LDAP_SERVER_URI is set, the proxy's header when REMOTE_AUTH_ENABLED is on (portal/identity/,
 # README.md "Signing in"). Local accounts keep working (ModelBackend stays last).
 from portal.identity import config as _identity  # noqa: E402
@@ -583,13 +556,28 @@ if LDAP_ENABLED:  # noqa: F821 - set by ldap_settings
     AUTHENTICATION_BACKENDS.insert(-1, _identity.LDAP_BACKEND)
 if REMOTE_AUTH_ENABLED:  # noqa: F821 - set by remote_auth_settings
     AUTHENTICATION_BACKENDS.insert(-1, _identity.REMOTE_USER_BACKEND)
-    MIDDLEWARE.insert(
-        MIDDLEWARE.index("django.contrib.auth.middleware.AuthenticationMiddleware") + 1,
-        _identity.REMOTE_USER_MIDDLEWARE,
-    )
 # --- end of signing in ----------------------------------------------------------------------
 
-# --- Deployment kind (issue 18): DEPLOYMENT=production refuses simulated or emulated drivers and
+# --- The request pipeline, in order: last in the file because the sign-on proxy, chosen above,
+# adds a step to it.
+MIDDLEWARE = [
+    "portal.metrics.RequestMetricsMiddleware",  # first, so every response is counted and timed
+    "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # NUL characters, which PostgreSQL cannot store, are a 400 naming the field before any view.
+    "portal.middleware.RejectNulCharactersMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    *([_identity.REMOTE_USER_MIDDLEWARE] if REMOTE_AUTH_ENABLED else []),  # noqa: F821
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # turns a lock-out into its response
+]
+
+# --- Deployment kind: DEPLOYMENT=production refuses simulated or emulated drivers and
 # missing driver settings, naming each variable (portal/deployment.py); in the demo (the default)
 # every page's header says what is simulated (portal/context_processors.py).
 from portal import deployment as _deployment  # noqa: E402

@@ -71,7 +71,7 @@ class ActionDetailView(RoleRequiredMixin, DetailView):
         context["can_cancel"] = (
             self.request.user.role in ACTION_ACTORS and self.object.status == ActionStatus.QUEUED
         )
-        # The fault tickets this Action caused or answered (a port shut opens one, issue 15):
+        # The fault tickets this Action caused or answered (a port shut opens one):
         # the reverse of the faults app's link, so portal imports no domain app; tickets are
         # cluster-wide records, not shown to a tenant admin.
         linked = getattr(self.object, "fault_tickets", None)

@@ -27,7 +27,7 @@ def impact_card(context, target: str) -> dict:
 def _drain_hostlist(user, impact) -> str:
     """The nodes the impact names that are still in service, as a hostlist for the bulk drain
     page, where the user may drain and the card is not already on that page (a hostlist). The
-    story of a leaf's maintenance (issue 15) goes from "who this hits" to draining them."""
+    story of a leaf's maintenance goes from "who this hits" to draining them."""
     from inventory.hostlist import compress_hostlist
     from jobs.templatetags.jobs_tags import NODE_ACTORS
 

@@ -6,7 +6,7 @@ switches/{id}/save, switches/{id}/ecn-counters, switches/{id}/blast-radius, pods
 
 from rest_framework.routers import SimpleRouter
 
-from fabric.api.actions import PodActionViewSet, SwitchActionViewSet
+from fabric.api.action_views import PodActionViewSet, SwitchActionViewSet
 
 router = SimpleRouter(trailing_slash="/?")
 router.register("switches", SwitchActionViewSet, basename="switch-actions")

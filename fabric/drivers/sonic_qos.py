@@ -41,7 +41,7 @@ class QosNotApplied(FabricError):
 
     def __init__(self, hostname: str, problems: Sequence[str], changed: bool):
         when = "after applying" if changed else "nothing was changed"
-        # The Action's error names the switch (fabric/actions.py _talking_to).
+        # The Action's error names the switch (fabric/action_handlers.py _talking_to).
         super().__init__(f"QoS profile not in effect ({when}): " + "; ".join(problems))
         self.hostname = hostname
         self.problems = list(problems)

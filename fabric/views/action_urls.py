@@ -2,15 +2,15 @@
 
 from django.urls import path
 
-from fabric.views import actions
+from fabric.views import action_pages
 
 urlpatterns = [
-    path("switches/<int:pk>/ports/admin/", actions.PortAdminView.as_view(), name="port-admin"),
-    path("switches/<int:pk>/maintenance/", actions.LeafMaintenanceView.as_view(),
+    path("switches/<int:pk>/ports/admin/", action_pages.PortAdminView.as_view(), name="port-admin"),
+    path("switches/<int:pk>/maintenance/", action_pages.LeafMaintenanceView.as_view(),
          name="leaf-maintenance"),
-    path("switches/<int:pk>/qos/", actions.SwitchQosView.as_view(), name="switch-qos"),
-    path("switches/<int:pk>/save/", actions.SwitchSaveView.as_view(), name="switch-save"),
-    path("switches/<int:pk>/ecn-counters/", actions.SwitchEcnCountersView.as_view(),
+    path("switches/<int:pk>/qos/", action_pages.SwitchQosView.as_view(), name="switch-qos"),
+    path("switches/<int:pk>/save/", action_pages.SwitchSaveView.as_view(), name="switch-save"),
+    path("switches/<int:pk>/ecn-counters/", action_pages.SwitchEcnCountersView.as_view(),
          name="switch-ecn-counters"),
-    path("pods/<int:pk>/qos/", actions.PodQosView.as_view(), name="pod-qos"),
+    path("pods/<int:pk>/qos/", action_pages.PodQosView.as_view(), name="pod-qos"),
 ]

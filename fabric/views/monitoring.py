@@ -11,14 +11,15 @@ from fabric import selectors
 from fabric.models import LldpFinding
 from fabric.overview import ROLE_FILTERS, STATES, clean_overview_filters, fabric_overview
 from fabric.rail_health import detect_rail_imbalance, rail_throughput_for_nodes
-from fabric.views.actions import SWITCH_ACTORS
-from inventory.selectors import nodes_behind_switch, nodes_from_hostlist
+from fabric.views.action_pages import SWITCH_ACTORS
+from inventory.cable_trace import nodes_behind_switch
+from inventory.selectors import nodes_from_hostlist
 from portal.errors import InvalidInput, NotFound
 from portal.ordering import Ordering, SortableListMixin
 from portal.views import RoleRequiredMixin
 
 # At most this many switches get their port cells on the overview (8 leafs of a pod, the 8
-# spines, a small fabric); more would be the heat map that did not scale (issue 19).
+# spines, a small fabric); more would be the heat map that did not scale.
 PORT_STRIPS_MAX_SWITCHES = 16
 
 

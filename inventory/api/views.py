@@ -14,7 +14,7 @@ from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from inventory import filtersets, selectors
+from inventory import cable_trace, filtersets, selectors
 from inventory.allocations import allocation_create, allocation_delete, allocation_update
 from inventory.api import fast_lists
 from inventory.api import serializers as inventory_serializers
@@ -169,7 +169,7 @@ class NICViewSet(CursorPaginatedMixin, InventoryViewSet):
         nic = get_object_or_404(self.restrict_queryset(request.user).select_related("node"), pk=pk)
         self.check_object_permissions(request, nic)
         # The trace's dataclasses already have the documented shape (TraceSerializer).
-        return Response(selectors.trace_from_nic(nic).as_dict())
+        return Response(cable_trace.trace_from_nic(nic).as_dict())
 
 
 @with_bulk_writes
@@ -190,7 +190,7 @@ class SwitchViewSet(InventoryViewSet):
     )
     @action(detail=True, methods=["get"], url_path="nodes-behind", pagination_class=None)
     def nodes_behind(self, request, pk=None):
-        rows = selectors.nodes_behind_switch(self.get_object())
+        rows = cable_trace.nodes_behind_switch(self.get_object())
         body = inventory_serializers.NodeBehindPortSerializer(
             [row._asdict() for row in rows], many=True, context=self.get_serializer_context()
         )
@@ -217,7 +217,7 @@ class SwitchPortViewSet(CursorPaginatedMixin, InventoryViewSet):
     )
     @action(detail=True, methods=["get"], url_path="trace", url_name="trace")
     def cable_trace(self, request, pk=None):
-        return Response(selectors.trace_from_port(self.get_object()).as_dict())
+        return Response(cable_trace.trace_from_port(self.get_object()).as_dict())
 
 
 @with_bulk_writes

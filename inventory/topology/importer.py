@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import JSONField, Model, QuerySet
+from django.db.models import Model, QuerySet
 from django.utils import timezone
 
 from inventory.models import (
@@ -35,6 +35,7 @@ from inventory.topology.expand import expand_spec
 from inventory.topology.plan import End, Plan
 from inventory.topology.reading import SpecErrors
 from inventory.topology.spec import read_spec
+from portal.bulk_copy import copy_rows
 from portal.errors import InvalidInput
 from portal.services.audit import record_change
 
@@ -389,8 +390,6 @@ class _Writer:
         if connection.vendor != "postgresql":
             model.objects.bulk_create([model(**row) for row in rows])
             return
-        from psycopg.types.json import Jsonb
-
         fields = [each for each in model._meta.concrete_fields if not each.primary_key]
         defaults = [
             self.now
@@ -398,22 +397,17 @@ class _Writer:
             else each.get_default()
             for each in fields
         ]
-        is_json = [isinstance(each, JSONField) for each in fields]
         names = [each.attname for each in fields]
-        quote = connection.ops.quote_name
-        columns = ", ".join(quote(each.column) for each in fields)
         with connection.cursor() as cursor:
-            sql = f"COPY {quote(model._meta.db_table)} ({columns}) FROM STDIN"
-            with cursor.cursor.copy(sql) as copy:
-                for row in rows:
-                    values = [
-                        row.get(name, default)
-                        for name, default in zip(names, defaults, strict=True)
-                    ]
-                    for position, json_field in enumerate(is_json):
-                        if json_field:
-                            values[position] = Jsonb(values[position])
-                    copy.write_row(values)
+            copy_rows(
+                cursor,
+                connection.ops.quote_name(model._meta.db_table),
+                fields,
+                (
+                    [row.get(name, default) for name, default in zip(names, defaults, strict=True)]
+                    for row in rows
+                ),
+            )
 
     def sync_ports(self, switch_ids: dict[str, int]) -> dict[tuple[int, str], int]:
         """Cages and whole ports first, then breakout halves, which point at their cage."""

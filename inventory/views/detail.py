@@ -8,7 +8,7 @@ from django.http import Http404
 from django.template.response import TemplateResponse
 from django.views.generic import TemplateView
 
-from inventory import selectors
+from inventory import cable_trace, selectors
 from inventory.hostlist import compress_hostlist
 from inventory.models import NIC
 from inventory.ui_panels import node_panels, switch_panels
@@ -58,7 +58,7 @@ class NicTraceView(InventoryPageMixin, TemplateView):
         nic = next((nic for nic in node.nics.all() if nic.device == kwargs["device"]), None)
         if nic is None:
             raise Http404(f"No NIC {kwargs['device']!r} on {node.hostname}.")
-        trace = selectors.trace_from_nic(nic)
+        trace = cable_trace.trace_from_nic(nic)
         uplinks_by_spine = defaultdict(list)
         for uplink in trace.uplinks:
             uplinks_by_spine[uplink.remote_port.switch.hostname].append(uplink)
@@ -76,7 +76,7 @@ class SwitchDetailView(InventoryPageMixin, TemplateView):
         context = super().get_context_data(**kwargs)
         user = self.request.user
         switch = selectors.switch_get(user=user, hostname=kwargs["hostname"])
-        behind = selectors.nodes_behind_switch(switch)
+        behind = cable_trace.nodes_behind_switch(switch)
         behind_by_port = {row.port.pk: row for row in behind}
         # A broken-out cage shares its first lane with its first half: list the cage first.
         ports = sorted(

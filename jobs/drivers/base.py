@@ -171,7 +171,7 @@ class SlurmDriver(ABC):
     def accounting(self, since: datetime, until: datetime | None = None) -> list[FinishedJob]:
         """Jobs that ended in [since, until), oldest end first."""
 
-    # Reservations back tenants' allocations (issue 8). Not every way of talking to Slurm can
+    # Reservations back tenants' allocations. Not every way of talking to Slurm can
     # manage them (slurmrestd 22.05 cannot), hence defaults that say so rather than abstracts.
     def reservations(self) -> list[SlurmReservation]:
         raise SlurmNotSupported(f"{type(self).__name__} cannot read reservations")

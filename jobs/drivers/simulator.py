@@ -9,7 +9,7 @@ is absent), PostgreSQL otherwise; it is transactional, so a drain and a concurre
 the clock cannot lose each other's writes (a version column makes the write conditional, which
 works on SQLite too), and each test's transaction rolls the cluster back with everything else.
 
-The cluster follows `jobs.drivers.simulation`: nodes from the inventory (gpu001-gpu100 when it
+The cluster follows `jobs.drivers.cluster_model`: nodes from the inventory (gpu001-gpu100 when it
 is empty), the paper's job mix, seeded and driven by an injectable clock. It keeps reservations
 like slurmctld (reserved nodes run only the reservation's accounts), and tests can submit a job
 on given nodes (`submit_job`), which is how the driver contract runs against it
@@ -39,7 +39,7 @@ from jobs.drivers.base import (
     SlurmReservation,
     SlurmUnavailable,
 )
-from jobs.drivers.simulation import GPUS_PER_NODE, ClusterSimulation
+from jobs.drivers.cluster_model import GPUS_PER_NODE, ClusterSimulation
 from jobs.drivers.validation import checked_node_names, checked_reason
 
 logger = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""Registry of Action handlers, one per kind (e.g. "slurm.drain", "fabric.port_shutdown").
+"""Registry of Action handlers, one per kind (e.g. "slurm.drain", "fabric.port_admin").
 
 A handler is a function taking the Action and returning a JSON-serialisable result. It must be
 idempotent: after a killed worker the same Action may be run again, and draining a drained node

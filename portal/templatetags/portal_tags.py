@@ -28,7 +28,7 @@ def panels(slot: str) -> list[str]:
     return ui_panels.panels(slot)
 
 
-# -- links to objects (issue 15): every reference a page shows is a link, if its reader may open it
+# -- links to objects: every reference a page shows is a link, if its reader may open it
 
 
 @register.simple_tag(takes_context=True)

@@ -19,7 +19,7 @@
   };
   const flash = (node) => { node.classList.remove("live-updated"); void node.offsetWidth; node.classList.add("live-updated"); };
 
-  // Same text as portal/dashboard.py GridCell.label.
+  // Same text as console/dashboard.py GridCell.label.
   function cellLabel(hostname, slurm, reason, openFaults, jobs) {
     const parts = [`${hostname}: ${slurm}`];
     if (reason) parts.push(`reason: ${reason}`);
@@ -28,7 +28,7 @@
     return parts.join(" · ");
   }
 
-  const PROBLEM_STATES = new Set(["draining", "drained", "down"]);   // portal/dashboard.py
+  const PROBLEM_STATES = new Set(["draining", "drained", "down"]);   // console/dashboard.py
 
   function bumpCount(state, delta) {
     document.querySelectorAll(`[data-state-count="${CSS.escape(state)}"]`).forEach((node) => {

@@ -247,7 +247,7 @@
     const times = rows.map((r) => Date.parse(r.bucket_start) / 1000);
     const width = Math.max(320, box.clientWidth - 8);
     const gb = (v) => v / 1e9;
-    // 24-hour times in the portal's time zone, named, like every page (issue 15); uPlot's own
+    // 24-hour times in the portal's time zone, named, like every page; uPlot's own
     // default is the browser's zone with AM/PM.
     const zone = box.dataset.timeZone || "UTC";
     const zoned = (seconds) => window.uPlot.tzDate(new Date(seconds * 1000), zone);

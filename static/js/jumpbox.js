@@ -1,4 +1,4 @@
-/* The header's jump box (issue 15): "/" anywhere outside a text field focuses it, Escape leaves
+/* The header's jump box: "/" anywhere outside a text field focuses it, Escape leaves
  * it. Submitting goes to /search/, which redirects to the object when the query names one. */
 (() => {
   "use strict";

@@ -168,7 +168,7 @@
   }
   // How far an Action has got: each claim adds an attempt (running), a retry puts it back in the
   // queue with that attempt counted, and a terminal status is final. The web process and the
-  // worker publish separately, so "queued" may arrive after "succeeded" (issue 15): an event
+  // worker publish separately, so "queued" may arrive after "succeeded": an event
   // that is behind what the page already shows is stale and changes nothing.
   const progress = (a) => 3 * (Number(a.attempts) || 0) +
     (TERMINAL.has(a.status) ? 2 : a.status === "queued" ? 1 : 0);

@@ -6,7 +6,7 @@ Implementation chosen by dotted path in `settings.TELEMETRY_DRIVER`; the one rea
 read through `settings.PROMETHEUS_URL`). Without PROMETHEUS_URL there is no driver at all
 (`get_telemetry_driver()` is None) and every page says "no telemetry configured".
 Drivers return these dataclasses, never models, and raise only TelemetryUnavailable.
-The contract test (tests/telemetry/test_prometheus_contract.py) runs against a real Prometheus.
+The contract is tested against a real Prometheus in tests/telemetry/test_prometheus.py.
 """
 
 from __future__ import annotations

@@ -13,13 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from inventory.models import Node
 from jobs.services import request_drain
 from portal.models import Action, ActionAttempt, ActionStatus, Role
 from tests.chaos.support import http, session_cookie_for, tally
 from tests.jobs import slurm_cluster
+from tests.jobs.slurm_fixtures import sinfo_state_and_reason
 from tests.support import wait_for
 
+pytest_plugins = ["tests.jobs.slurm_fixtures"]  # real_slurm, fleet
 pytestmark = [
     pytest.mark.chaos,
     pytest.mark.slurm,
@@ -30,24 +31,11 @@ pytestmark = [
 CONTROLLER_OUTAGE_SECONDS = 60
 
 
-@pytest.fixture(scope="module")
-def real_slurm():
-    cluster = slurm_cluster.acquire_test_cluster()
-    yield cluster
-    slurm_cluster.release_test_cluster()
-
-
 @pytest.fixture(autouse=True)
 def _undrain_afterwards(real_slurm):
     yield
     if slurm_cluster.controller_running():
         real_slurm.restore_nodes(real_slurm.node_names())
-
-
-@pytest.fixture
-def fleet(transactional_db, real_slurm) -> dict[str, Node]:
-    Node.objects.bulk_create([Node(hostname=name) for name in real_slurm.node_names()])
-    return {node.hostname: node for node in Node.objects.all()}
 
 
 def cli_driver_env(real_slurm, bin_dir: str = "") -> dict[str, str]:
@@ -67,12 +55,6 @@ def attempt_log(action: Action) -> list[tuple[str, str]]:
         .order_by("number")
         .values_list("outcome", "worker")
     )
-
-
-def sinfo_state_and_reason(real_slurm, name: str) -> tuple[str, str]:
-    out = real_slurm.run("sinfo", "-h", "-N", "-p", "gpu", "-n", name, "-o", "%t|%E").stdout
-    state, _, reason = out.strip().partition("|")
-    return state, reason
 
 
 def scontrol_updates(log: str, node: str) -> int:

@@ -1,4 +1,4 @@
-"""Issue 15 in headless Chromium against the real server, where only a browser proves it: the jump
+"""The pages in headless Chromium against the real server, where only a browser proves it: the jump
 box's "/" shortcut, the switch page's one-step port shut, and a stale "queued" event that must not
 undo a "succeeded" row on the dashboard. Screenshots go to test-artifacts/."""
 

@@ -1,4 +1,4 @@
-"""Issue 15 item 7: the incident loop as an on-call operator walks it in headless Chromium, against
+"""The incident loop as an on-call operator walks it in headless Chromium, against
 a real server and a real Celery worker (the Slurm simulator and the emulated SONiC fabric behind
 them): maintenance of leaf-p1-r3 - the jobs and tenants it hits, drain their nodes, shut a port,
 the ticket appears with the impact, the port comes back, the ticket proposes the resume, resume,

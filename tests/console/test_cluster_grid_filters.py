@@ -1,4 +1,4 @@
-"""The cluster grid at scale (issue 19 item 2): pods, racks and nodes in natural order (p2 before
+"""The cluster grid at scale: pods, racks and nodes in natural order (p2 before
 p10), a pod filter and a problems-only view (drained, draining, down, open tickets) that narrow
 the cells but never the counts, and a 400 naming the field for a bad value."""
 

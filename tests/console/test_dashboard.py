@@ -230,7 +230,7 @@ def test_the_node_page_and_the_grid_use_the_same_state_and_letter():
 
 
 def test_a_tenant_admins_gpus_in_use_never_exceed_the_gpus_they_see(make_user, tenant_a):
-    """Issue 15: "GPUs in use 8 of 0": the tenant's job ran outside its allocation."""
+    """Not "GPUs in use 8 of 0": the tenant's job ran outside its allocation."""
     allocated, elsewhere = make_nodes(1), make_nodes(2, start=10)
     Allocation.objects.create(tenant=tenant_a, start=timezone.now() - timedelta(1)).nodes.set(
         allocated)

@@ -1,4 +1,4 @@
-"""The impact service and GET /api/impact/ (issue 15 item 1) on a trimmed SAKURAONE fleet:
+"""The impact service and GET /api/impact/ on a trimmed SAKURAONE fleet:
 4 nodes per pod, all 26 switches and every cable rule."""
 
 from __future__ import annotations
@@ -170,7 +170,7 @@ def test_the_pages_show_who_a_node_a_switch_or_a_port_shutdown_hits(jobs, make_u
 def test_the_impact_card_offers_the_drain_of_the_nodes_still_in_service_to_who_may_drain(
     jobs, make_user, client
 ):
-    """The leaf-maintenance story (issue 15): from "who this hits" to draining them, on every
+    """The leaf-maintenance story: from "who this hits" to draining them, on every
     card but the drain page's own; a viewer sees the card without the link."""
     Node.objects.filter(hostname="gpu003").update(slurm_state="drained")
     client.force_login(make_user(Role.OPERATOR))

@@ -1,4 +1,4 @@
-"""Every reference to an object is a link to it (issue 15 item 3): the job page's nodes, switches,
+"""Every reference to an object is a link to it: the job page's nodes, switches,
 ports and tenant; a ticket's node; an Action's target; cable numbers. A role that may not open
 the page sees the name without a link, never a link to a 403."""
 

@@ -1,4 +1,4 @@
-"""The rough edges of issue 15 item 5, each with the test that failed before its fix."""
+"""Rough edges operators met on the pages, each with the test that failed before its fix."""
 
 from __future__ import annotations
 

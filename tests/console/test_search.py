@@ -1,4 +1,4 @@
-"""The jump box's search (issue 15 item 3): every kind of identifier an operator pastes lands on
+"""The jump box's search: every kind of identifier an operator pastes lands on
 the object's page, scoped by role like every other read."""
 
 from __future__ import annotations

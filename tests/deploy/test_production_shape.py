@@ -34,8 +34,10 @@ from portal.services.accounts import api_token_create
 from tests.chaos.support import QUIET_BEATS, http
 from tests.fabric.driver_contract import EMULATOR_LOGIN, EmulatorThread, write_credentials
 from tests.jobs import slurm_cluster
+from tests.jobs.slurm_fixtures import sinfo_state_and_reason
 from tests.support import free_port, wait_for
 
+pytest_plugins = ["tests.jobs.slurm_fixtures"]  # real_slurm
 pytestmark = [
     pytest.mark.slurm,
     pytest.mark.worker,
@@ -163,13 +165,6 @@ class ComposeProcess:
 # --- the parts the deployment drives -----------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def real_slurm():
-    cluster = slurm_cluster.acquire_test_cluster()
-    yield cluster
-    slurm_cluster.release_test_cluster()
-
-
 @pytest.fixture
 def emulated_switches(transactional_db, tmp_path):
     """The inventory's switches served by the SONiC emulator over SSH on loopback, and the
@@ -261,12 +256,6 @@ def healthcheck(service: dict, env: dict[str, str], web_port: int) -> subprocess
     # Docker sets HOSTNAME in every container; the worker's check names itself celery@$HOSTNAME.
     env = {"HOSTNAME": socket.gethostname(), **env}
     return subprocess.run(argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=30)
-
-
-def sinfo_state_and_reason(real_slurm, name: str) -> tuple[str, str]:
-    out = real_slurm.run("sinfo", "-h", "-N", "-n", name, "-o", "%t|%E").stdout
-    state, _, reason = out.strip().splitlines()[0].partition("|")
-    return state, reason
 
 
 def test_compose_services_drain_through_real_slurm_and_readiness_names_a_stopped_controller(

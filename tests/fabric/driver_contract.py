@@ -32,6 +32,7 @@ from fabric.emulator import (
     SwitchSpec,
     serve_fabric,
 )
+from fabric.emulator.switch import DEFAULT_CONFIG_FILE
 
 # A leaf with its first cage broken out 2x400G to two nodes' rail-0 NICs, an uplink to a spine
 # on Ethernet8 (with a BGP session), and nothing on the other ports.
@@ -89,6 +90,13 @@ class EmulatorThread:
     def config_db(self, hostname: str, key: str) -> dict[str, str]:
         return self.sync(lambda: self.server.switches[hostname].db.hgetall("CONFIG_DB", key))
 
+    def saved_config(self, hostname: str, key: str) -> dict[str, str]:
+        """One CONFIG_DB hash as the switch's last `config save` wrote it to config_db.json."""
+        return self.sync(
+            lambda: dict(self.server.switches[hostname].saved_configs[DEFAULT_CONFIG_FILE]
+                         .get(key, {}))
+        )
+
     def appl_db(self, hostname: str, key: str) -> dict[str, str]:
         return self.sync(lambda: self.server.switches[hostname].db.hgetall("APPL_DB", key))
 
@@ -121,7 +129,8 @@ class SwitchSetup:
     `toggle_port` is cabled and up, and safe to shut down for a moment; `traffic_port` carries
     traffic; `breakout_pair` are the two 400G halves of one cage; `lldp_expected` maps a local
     port to the remote system name its neighbor must report; `config_db` reads one CONFIG_DB
-    hash (through the driver's raw access or straight from the emulator).
+    hash (through the driver's raw access or straight from the emulator), `saved_config` the same
+    hash as the last `config save` wrote it to /etc/sonic/config_db.json.
     """
 
     toggle_port: str
@@ -129,6 +138,7 @@ class SwitchSetup:
     breakout_pair: tuple[str, str]
     lldp_expected: dict[str, str]
     config_db: Callable[[str], dict[str, str]]
+    saved_config: Callable[[str], dict[str, str]]
     bgp_peer: str | None = None
     expected_platform: str = ""
     restore: list[Callable[[], None]] = field(default_factory=list)
@@ -241,6 +251,16 @@ class DriverContract:
             driver.apply_qos_profile(SAKURAONE_ROCE_PROFILE, ports=["Ethernet999"])
         assert "Cannot find interface Ethernet999" in failure.value.output
 
-    def test_save_config(self, driver):
+    def test_save_config_writes_the_running_config(self, driver, switch_setup):
+        port = switch_setup.toggle_port
+        driver.set_port_admin([port], up=False)
+        try:
+            driver.save_config()
+            assert switch_setup.saved_config(f"PORT|{port}")["admin_status"] == "down"
+        finally:
+            driver.set_port_admin([port], up=True)
         driver.save_config()
-        driver.save_config()
+        driver.save_config()  # saving twice succeeds
+        saved = switch_setup.saved_config(f"PORT|{port}")
+        assert saved["admin_status"] == "up"
+        assert saved == switch_setup.config_db(f"PORT|{port}")

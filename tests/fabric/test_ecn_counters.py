@@ -1,4 +1,4 @@
-"""ECN counter readiness (issue 14 item 5): a switch that does not collect ECN-marked queue
+"""ECN counter readiness: a switch that does not collect ECN-marked queue
 counters shows "not collected", never 0, from the driver through the poller to the API and the
 page, and an Action turns the WRED_ECN_QUEUE counter group on with `counterpoll`."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fabric.actions import enable_ecn_counters
+from fabric.action_handlers import enable_ecn_counters
 from fabric.drivers.base import (
     PortCounters,
     PortStatus,

@@ -1,4 +1,4 @@
-"""The emulator as a real switch (issue 14 item 6): a switch served from sonic-db-dump files,
+"""The emulator as a real switch: a switch served from sonic-db-dump files,
 port state only for the ports CONFIG_DB has, and the real commands' exit statuses."""
 
 from __future__ import annotations

@@ -91,7 +91,7 @@ def test_overview_moves_live_and_the_detail_draws_history(
     page.wait_for_selector("#chart-throughput canvas", timeout=15_000)
     page.wait_for_selector("#chart-congestion canvas", timeout=5_000)
     assert "samples" in page.text_content("#chart-status")
-    # The chart's times are 24-hour and name the zone, like the pages (issue 15).
+    # The chart's times are 24-hour and name the zone, like the pages.
     page.hover("#chart-throughput .u-over")
     when = page.text_content("#chart-throughput .u-legend .u-series:first-child .u-value")
     assert re.fullmatch(r"\d{4}-\d\d-\d\d [012]\d:[0-5]\d UTC", when.strip()), when

@@ -101,7 +101,7 @@ def test_switch_detail_shows_counters_charts_and_action_region(browser_as, polle
         reverse("fabric:switch-detail", kwargs={"hostname": "leaf-p1-r0"})
     ).content.decode()
     assert 'id="port-rows"' in html and "GB/s" in html
-    assert '<a href="/inventory/nodes/gpu001/">gpu001</a> mlx5_0' in html  # a link (issue 15)
+    assert '<a href="/inventory/nodes/gpu001/">gpu001</a> mlx5_0' in html  # a link
     assert "vendor/uplot/uPlot.iife.min.js" in html and 'id="history-port"' in html
     assert 'id="actions-title"' in html
     assert "cdn" not in html.lower()
@@ -121,7 +121,7 @@ def test_lldp_page_lists_findings(browser_as, polled):
     html = browser_as(Role.OPERATOR).get(reverse("fabric:lldp")).content.decode()
     assert 'data-kind="swapped"' in html and "leaf-p1-r2:Ethernet4" in html
     assert 'id="lldp-count-swapped">1<' in html
-    # Each port is a link that lands on the port's row (issue 15).
+    # Each port is a link that lands on the port's row.
     assert '<a href="/search/?q=leaf-p1-r2%3AEthernet4">leaf-p1-r2:Ethernet4</a>' in html
 
 

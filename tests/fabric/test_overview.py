@@ -1,4 +1,4 @@
-"""The fabric overview (issue 19 item 1): per switch and per pod/spine aggregates with problems
+"""The fabric overview: per switch and per pod/spine aggregates with problems
 first, filters by pod, role and state that name a bad value, a constant number of queries, and
 a poll that publishes only the rows it changed ("fabric.overview"), on commit."""
 

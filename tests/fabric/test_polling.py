@@ -238,7 +238,7 @@ def test_a_driver_that_cannot_be_loaded_fails_each_switch_not_the_poll(small_fle
     assert "ModuleNotFoundError" in state.last_error
 
 
-# -- unknown is not zero (issue 14 item 2), port state as intfutil reads it (item 3) ------------
+# -- unknown is not zero, port state as intfutil reads it ------------
 
 
 def _status(name="Ethernet0", speed=400_000, **extra):

@@ -1,6 +1,6 @@
-"""Table 15 goes to the profiles the lossless priority groups and queues actually use (issue 14
-item 4): a switch whose lossless buffer profile is not called pg_lossless_*, the dynamic buffer
-model (profiles in APPL_DB only), and a read-back that names what did not match."""
+"""Table 15 goes to the profiles the lossless priority groups and queues actually use: a switch
+whose lossless buffer profile is not called pg_lossless_*, the dynamic buffer model (profiles in
+APPL_DB only), and a read-back that names what did not match."""
 
 from __future__ import annotations
 
@@ -201,7 +201,7 @@ def test_buffer_cli_refuses_the_traditional_model_and_checks_profiles():
 
 @pytest.mark.django_db
 def test_qos_action_fails_naming_what_did_not_match(settings):
-    from fabric.actions import apply_qos
+    from fabric.action_handlers import apply_qos
     from fabric.drivers.emulated import build_emulated_fabric, reset_emulated_fabric
     from fabric.services import request_apply_qos
     from portal.actions.registry import PermanentActionError

@@ -3,6 +3,7 @@ SONIC_TEST_SWITCH is set), plus host-key checking, timeouts and connection reuse
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import time
@@ -96,12 +97,21 @@ class TestEmulatorOverSsh(DriverContract):
             breakout_pair=("Ethernet0", "Ethernet4"),
             lldp_expected={"Ethernet0": "gpu001", "Ethernet4": "gpu002", "Ethernet8": "spine01"},
             config_db=lambda key: trusted_emulator.config_db("leaf01", key),
+            saved_config=lambda key: trusted_emulator.saved_config("leaf01", key),
             bgp_peer="10.0.0.1",
             expected_platform="x86_64-accton_as9817_64o-r0",
         )
 
 
 REAL_SWITCH = os.environ.get("SONIC_TEST_SWITCH", "")
+
+
+def saved_config_db(driver: SonicSshDriver, key: str) -> dict[str, str]:
+    """One CONFIG_DB hash ("TABLE|name") from the switch's config_db.json, which nests it as
+    {"TABLE": {"name": {...}}}."""
+    saved = json.loads(driver.run_checked("cat /etc/sonic/config_db.json"))
+    table, _, name = key.partition("|")
+    return saved.get(table, {}).get(name, {})
 
 
 @pytest.mark.skipif(
@@ -153,6 +163,7 @@ class TestRealSwitch(DriverContract):
             breakout_pair=(first, second),
             lldp_expected=lldp,
             config_db=lambda key: driver.db_hgetall("CONFIG_DB", key),
+            saved_config=lambda key: saved_config_db(driver, key),
             bgp_peer=os.environ.get("SONIC_TEST_BGP_PEER") or None,
         )
 
@@ -373,7 +384,7 @@ def test_port_state_and_counters_are_read_as_intfutil_and_portstat_read_them(tru
         driver.close()
 
 
-# -- the contract against a switch served from sonic-db-dump files (issue 14 item 6) -----------
+# -- the contract against a switch served from sonic-db-dump files -----------
 
 HOSTILE_DUMP = Path(__file__).resolve().parents[2] / "fabric/emulator/dumps/leaf-hostile"
 
@@ -408,6 +419,7 @@ class TestDumpedSwitchOverSsh(DriverContract):
             lldp_expected={"Ethernet0": "gpu001", "Ethernet8": "spine01",
                            "Ethernet16": "storage\\01"},
             config_db=lambda key: dumped_emulator.config_db("leaf-hostile", key),
+            saved_config=lambda key: dumped_emulator.saved_config("leaf-hostile", key),
             bgp_peer="10.0.0.1",
             expected_platform="x86_64-dellemc_z9664f_d1508-r0",
         )

@@ -330,7 +330,7 @@ def test_a_pod_wide_qos_action_holds_its_lease_longer_than_one_switch(operator_a
     assert pod_lease == 2 * handler.lease_for(Action.objects.get(pk=single.data["id"]))
 
 
-# -- the switch's own pages carry its actions (issue 15 item 4) ----------------------------------
+# -- the switch's own pages carry its actions ----------------------------------
 
 
 def _post_form(html: str) -> str:

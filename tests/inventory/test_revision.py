@@ -1,4 +1,4 @@
-"""Whole-fleet reads are computed once per inventory change (issue 19, item 4).
+"""Whole-fleet reads are computed once per inventory change.
 
 Validation and the topology picture are cached under the inventory's revision
 (inventory/revision.py): a view of an unchanged inventory computes nothing, a saved or deleted
@@ -15,7 +15,7 @@ from inventory import validation
 from inventory.models import Cable, CableStatus, InventoryRevision, Node
 from inventory.revision import current_revision
 from inventory.topology.importer import import_topology
-from inventory.views.fabric import POD_PICTURE_LIMIT
+from inventory.views.topology import POD_PICTURE_LIMIT
 from portal.models import Role
 
 pytestmark = pytest.mark.django_db

@@ -302,7 +302,7 @@ def test_topology_marks_a_missing_leaf_spine_link(sakuraone, operator):
 
 def test_fabric_picture_stacks_more_pods_above_and_below_the_spines():
     from inventory.selectors import FabricSummary, FabricSwitch
-    from inventory.views.fabric import fabric_picture
+    from inventory.views.topology import fabric_picture
 
     pods = {
         f"p{p}": [

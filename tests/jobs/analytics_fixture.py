@@ -1,4 +1,4 @@
-"""One workload fixture for comparing analytics across databases (issue 13, item 3).
+"""One workload fixture for comparing analytics across databases.
 
 `load()` writes the same jobs wherever it runs: in the PostgreSQL test database of the suite, and
 in an embedded-default SQLite database of a subprocess (`manage.py shell -c "...; main()"`), which

@@ -17,7 +17,7 @@ from typing import TypeVar
 import pytest
 from django.utils import timezone
 
-from jobs.drivers.simulation import ClusterSimulation
+from jobs.drivers.cluster_model import ClusterSimulation
 from jobs.drivers.simulator import SimulatorDriver
 from tests.jobs.driver_contract import ContractCluster, ObservedNode
 

@@ -1,7 +1,7 @@
 """Workload analytics (paper Observations 1, 2, 4, 5): exact shares, bucket edges, runtime
 percentiles and daily submissions on a small fixture; tenant isolation; bad input; query count.
 
-Issue 16 changed the definitions (tests/jobs/test_analytics_definitions.py checks them against a
+The definitions were made precise (tests/jobs/test_analytics_definitions.py checks them against a
 plain-Python reference): the running job now counts with its GPU time up to the period's end,
 the job cancelled while pending asks for 8 GPUs (so it is a GPU job), daily submissions count
 the submit day. The expectations below were recomputed for that, by hand."""

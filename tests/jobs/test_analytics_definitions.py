@@ -1,4 +1,4 @@
-"""The analytics' stated definitions (issue 16, item 5), each share checked against
+"""The analytics' stated definitions, each share checked against
 tests/jobs/analytics_reference.py, which computes it again row by row in plain Python from the
 same hand-built jobs: running jobs (from before the period and inside it), jobs cancelled before
 they started, CPU-only jobs, jobs spanning the period's start and end, a job whose GPU time is not

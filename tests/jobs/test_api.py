@@ -31,9 +31,9 @@ def nodes(db):
 def simulator(make_simulator, monkeypatch):
     """The simulator the Action handlers (and the sync) use in these tests."""
     driver = make_simulator(nodes=20)
-    monkeypatch.setattr("jobs.actions.get_slurm_driver", lambda: driver)
+    monkeypatch.setattr("jobs.action_handlers.get_slurm_driver", lambda: driver)
     monkeypatch.setattr("jobs.sync.get_slurm_driver", lambda: driver)
-    monkeypatch.setattr("jobs.actions._refresh_node_states", lambda: None)
+    monkeypatch.setattr("jobs.action_handlers._refresh_node_states", lambda: None)
     return driver
 
 

@@ -1,5 +1,5 @@
 """`manage.py import_jobs_csv`: a trace from another scheduler with a documented column set and
-state mapping (jobs/README.md), refused whole with "line N, field F: why" (issue 16, item 6)."""
+state mapping (jobs/README.md), refused whole with "line N, field F: why"."""
 
 from __future__ import annotations
 

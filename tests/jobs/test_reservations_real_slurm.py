@@ -24,12 +24,11 @@ from inventory.allocations import (
     reservation_name,
 )
 from inventory.hostlist import expand_hostlist
-from inventory.models import Node
 from jobs.drivers.base import SlurmRejected, SlurmReservation, SlurmUnavailable
 from jobs.drivers.cli import ScontrolDriver
 from portal.models import Action, ActionStatus, Tenant
-from tests.jobs import slurm_cluster
 
+pytest_plugins = ["tests.jobs.slurm_fixtures"]  # real_slurm, fleet
 pytestmark = [pytest.mark.slurm, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 ACTION_TIMEOUT = 30
@@ -37,9 +36,9 @@ ACTION_TIMEOUT = 30
 SLURM_ACCOUNT = "resv-tenant"
 
 
-@pytest.fixture(scope="module")
-def real_slurm():
-    cluster = slurm_cluster.acquire_test_cluster()
+@pytest.fixture(scope="module", autouse=True)
+def _reservation_account(real_slurm):
+    cluster = real_slurm
     # Accounts= must name an account slurmdbd knows; -i exits 1 "Nothing new added" if it exists.
     proc = cluster.run(
         "sacctmgr",
@@ -51,8 +50,6 @@ def real_slurm():
         check=False,
     )
     assert proc.returncode == 0 or "Nothing new added" in proc.stdout + proc.stderr, proc
-    yield cluster
-    slurm_cluster.release_test_cluster()
 
 
 @pytest.fixture(autouse=True)
@@ -68,12 +65,6 @@ def tenant(transactional_db) -> Tenant:
     return Tenant.objects.create(
         name="Reservation Tenant", slug="resv", slurm_account=SLURM_ACCOUNT, evpn_vni=10900
     )
-
-
-@pytest.fixture
-def fleet(transactional_db, real_slurm) -> dict[str, Node]:
-    Node.objects.bulk_create([Node(hostname=name) for name in real_slurm.node_names()])
-    return {node.hostname: node for node in Node.objects.all()}
 
 
 @pytest.fixture

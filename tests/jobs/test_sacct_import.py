@@ -1,4 +1,4 @@
-"""`manage.py import_sacct` refuses what it does not understand (issue 16, item 6): columns by the
+"""`manage.py import_sacct` refuses what it does not understand: columns by the
 header's names in any order, a BOM, and every bad input named as "line N, field F: why" with
 nothing written; the reader streams (memory flat in the file's size)."""
 

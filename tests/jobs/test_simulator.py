@@ -9,7 +9,7 @@ import pytest
 
 from jobs.buckets import size_bucket
 from jobs.drivers.base import SlurmRejected, SlurmUnavailable
-from jobs.drivers.simulation import DEFAULT_ACCOUNTS, ClusterSimulation, generate_job
+from jobs.drivers.cluster_model import DEFAULT_ACCOUNTS, ClusterSimulation, generate_job
 from jobs.drivers.simulator import FALLBACK_NODE_NAMES, SimulatorDriver
 
 
@@ -182,7 +182,7 @@ def test_simulated_accounting_keeps_the_mix_over_weeks():
 
 
 def test_a_rail_link_down_drains_its_node_like_a_health_check(make_simulator):
-    """Issue 6: shutting a leaf port takes the linked NIC's link down in the simulated cluster."""
+    """Shutting a leaf port takes the linked NIC's link down in the simulated cluster."""
     from inventory.models import NIC, Node, Pod, Switch, SwitchPort
     from inventory.services import cable_create
 

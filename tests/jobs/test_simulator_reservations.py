@@ -1,4 +1,4 @@
-"""Reservations in the simulated Slurm (they back tenants' allocations, issue 8): created,
+"""Reservations in the simulated Slurm (they back tenants' allocations): created,
 updated and deleted like `scontrol create/update/delete reservation`, reserved nodes run only
 the reservation's accounts, IGNORE_JOBS does not wait for running jobs; and the allocation's
 "slurm.reservation_sync" Action carries the allocation into the simulator end to end."""

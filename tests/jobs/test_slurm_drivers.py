@@ -13,17 +13,11 @@ from jobs.drivers.slurmrestd import SlurmrestdDriver
 from tests.jobs import slurm_cluster
 from tests.jobs.driver_contract import SlurmDriverContract, SlurmDriverReadContract
 
+pytest_plugins = ["tests.jobs.slurm_fixtures"]  # real_slurm
 pytestmark = pytest.mark.slurm
 
 # Commands answer in milliseconds here; with the controller gone each would retry for ~10 s.
 IMPATIENT_TIMEOUT = 2.0
-
-
-@pytest.fixture(scope="session")
-def real_slurm():
-    cluster = slurm_cluster.acquire_test_cluster()
-    yield cluster
-    slurm_cluster.release_test_cluster()
 
 
 @pytest.fixture(scope="session")

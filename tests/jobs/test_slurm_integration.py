@@ -17,17 +17,12 @@ from inventory.models import Node
 from jobs.services import request_drain, request_resume
 from portal.models import Action, ActionAttempt, ActionStatus
 from tests.jobs import slurm_cluster
+from tests.jobs.slurm_fixtures import sinfo_state_and_reason
 
+pytest_plugins = ["tests.jobs.slurm_fixtures"]  # real_slurm, fleet
 pytestmark = [pytest.mark.slurm, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 ACTION_TIMEOUT = 60
-
-
-@pytest.fixture(scope="module")
-def real_slurm():
-    cluster = slurm_cluster.acquire_test_cluster()
-    yield cluster
-    slurm_cluster.release_test_cluster()
 
 
 @pytest.fixture(autouse=True)
@@ -37,10 +32,9 @@ def _undrain_afterwards(real_slurm):
 
 
 @pytest.fixture
-def fleet(transactional_db, real_slurm) -> dict[str, Node]:
-    """Inventory rows for every node of the test cluster (and one Slurm does not know)."""
-    Node.objects.bulk_create([Node(hostname=name) for name in [*real_slurm.node_names(), "gpu999"]])
-    return {node.hostname: node for node in Node.objects.all()}
+def unknown_node(fleet) -> Node:
+    """An inventory node the Slurm cluster does not know."""
+    return Node.objects.create(hostname="gpu999")
 
 
 @pytest.fixture
@@ -65,13 +59,6 @@ def wait_for_action(action: Action, status: str, timeout: float = ACTION_TIMEOUT
             break
         time.sleep(0.1)
     pytest.fail(f"Action #{action.pk} is {action.status}, not {status}: {action.last_error}")
-
-
-def sinfo_state_and_reason(real_slurm, name: str) -> tuple[str, str]:
-    """What an operator sees: `sinfo -N -p gpu -o '%t|%E'` (one line per node in the partition)."""
-    out = real_slurm.run("sinfo", "-h", "-N", "-p", "gpu", "-n", name, "-o", "%t|%E").stdout.strip()
-    state, _, reason = out.partition("|")
-    return state, reason
 
 
 def sinfo_json(real_slurm) -> dict[str, dict]:
@@ -172,8 +159,10 @@ def test_reason_with_shell_metacharacters_is_passed_verbatim(worker, fleet, real
     assert not marker.exists()
 
 
-def test_node_unknown_to_slurm_fails_the_action_and_drains_nothing(worker, fleet, real_slurm):
-    action, _ = request_drain(nodes=[fleet["gpu011"], fleet["gpu999"]], reason="typo")
+def test_node_unknown_to_slurm_fails_the_action_and_drains_nothing(
+    worker, fleet, unknown_node, real_slurm
+):
+    action, _ = request_drain(nodes=[fleet["gpu011"], unknown_node], reason="typo")
 
     wait_for_action(action, ActionStatus.FAILED)
 

@@ -100,7 +100,7 @@ def test_drain_form_needs_confirmation_and_a_reason(login, nodes):
     response = client.post(
         "/jobs/nodes/drain/", {"node_id": nodes[0].pk, "reason": "x", "next": back}
     )
-    # Back to the form, with the typed reason to fill it in again (issue 15).
+    # Back to the form, with the typed reason to fill it in again.
     assert response.status_code == 302 and response["Location"] == f"{back}?drain_reason=x"
     response = client.post(
         "/jobs/nodes/drain/",

@@ -336,7 +336,7 @@ def test_embedded_mode_leaves_retries_to_the_sweeper(operator, settings, monkeyp
 
 
 def test_a_send_the_broker_refused_is_due_at_the_next_sweep(operator, settings, monkeypatch):
-    """Issue 13: the request does not wait for the broker, and the sweeper does not wait for the
+    """The request does not wait for the broker, and the sweeper does not wait for the
     Action to look lost (ACTION_REQUEUE_AFTER_SECONDS) when its send is known to have failed."""
     from kombu.exceptions import OperationalError
 

@@ -146,7 +146,7 @@ def test_tenant_admins_see_only_their_tenant(api_as, tenant_a, tenant_b):
     assert client.get("/api/actions/").status_code == 403
 
 
-# --- NUL characters: PostgreSQL cannot store them, so they must never reach it (issue 13) ----
+# --- NUL characters: PostgreSQL cannot store them, so they must never reach it ----
 
 
 def test_a_nul_character_in_a_query_parameter_is_a_400_naming_it(admin):

@@ -1,4 +1,4 @@
-"""Issue 19 at scale 20 (2,000 nodes, 330 switches) in real headless Chromium against a real
+"""At scale 20 (2,000 nodes, 330 switches) in real headless Chromium against a real
 server (daphne) and the Redis channel layer: the fabric overview and its live delta after a poll,
 the cluster grid's compact mode and its problems-only view.
 

@@ -59,7 +59,7 @@ def test_compose_takes_secrets_from_the_environment_not_the_file():
     assert "password:" not in text.lower().replace("postgres_password:", "")
 
 
-# --- The production shape (issue 18): compose, .env.example, the image and its entrypoint ---------
+# --- The production shape: compose, .env.example, the image and its entrypoint ---------
 PORTAL_SERVICES = ("migrate", "web", "worker", "beat")
 INTERPOLATION = re.compile(r"\$\{([A-Z0-9_]+)(?:(:?[-?])([^}]*))?\}")
 # Variables the settings do not read because something else does: compose itself (the host side

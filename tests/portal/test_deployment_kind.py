@@ -1,5 +1,5 @@
-"""DEPLOYMENT=production refuses simulated or emulated drivers and missing driver settings (issue
-18), and in the demo every page's header says what is simulated."""
+"""DEPLOYMENT=production refuses simulated or emulated drivers and missing driver settings,
+and in the demo every page's header says what is simulated."""
 
 import os
 import shutil

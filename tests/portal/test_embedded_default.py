@@ -1,4 +1,4 @@
-"""The embedded default of `make demo` holds (issue 13, item 3).
+"""The embedded default of `make demo` holds.
 
 `make test` runs with PostgreSQL and Redis, so nothing else would notice the demo's own
 configuration breaking: SQLite, no Redis, Celery tasks in the web process, in-memory channel
@@ -170,7 +170,7 @@ def test_the_demo_lives_in_its_var_dir_not_the_checkouts(embedded_demo):
 
 
 def test_the_demo_prints_its_logins_last(embedded_demo):
-    """Issue 15: the logins scrolled away above the import's progress; now demo-run prints them
+    """The logins used to scroll away above the import's progress; now demo-run prints them
     once the server answers, after everything its set-up printed."""
     deadline = time.monotonic() + 20
     while "password: " not in embedded_demo.log() and time.monotonic() < deadline:
@@ -228,7 +228,7 @@ async def _next_node_state(base_url: str, key: str, hostname: str, trigger, time
 
 
 def test_periodic_work_runs_in_its_own_process_and_its_events_reach_sockets(embedded_demo):
-    """Issue 19, item 3: the syncs run in a child of the web server, not in it, and what they
+    """The syncs run in a child of the web server, not in it, and what they
     publish still reaches a websocket served by the web process (through the relay)."""
     demo = embedded_demo
     key = demo.api("demo-operator").headers["Authorization"].split()[1]

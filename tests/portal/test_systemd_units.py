@@ -1,4 +1,4 @@
-"""The bare-metal path (issue 18): systemd units for web, worker and beat on a management node,
+"""The bare-metal path: systemd units for web, worker and beat on a management node,
 checked by systemd's own `systemd-analyze verify` and against the compose commands."""
 
 import shlex

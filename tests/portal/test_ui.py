@@ -55,7 +55,7 @@ def test_dashboard_renders_for_every_role_with_navigation(browser_as, role):
     html = page.content.decode()
     nav = html.split('<nav class="mainnav"', 1)[1].split("</nav>", 1)[0]
     shown = set(re.findall(r">([A-Za-z]+)</a>", nav))
-    # Each role's menu names exactly the sections it may open (issue 15): no link leads to a 403.
+    # Each role's menu names exactly the sections it may open: no link leads to a 403.
     expected = {
         Role.ADMIN: {"Dashboard", "Inventory", "Jobs", "Fabric", "Faults", "Actions", "Tenants",
                      "Audit"},

@@ -8,8 +8,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from inventory.cable_trace import trace_from_nic
 from inventory.models import NIC, Node, Switch, SwitchPort
-from inventory.selectors import trace_from_nic
 from jobs.models import Job
 from jobs.selectors import job_hardware, jobs_behind_port, jobs_behind_switch
 from portal.models import Role

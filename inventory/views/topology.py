@@ -1,4 +1,6 @@
-"""The fabric picture (an SVG laid out here, drawn by the template) and the validation report."""
+"""The topology the inventory records, drawn (an SVG laid out here, drawn by the template), and
+the inventory's validation report. Inventory pages: what the switches report live is fabric's
+(fabric/views/)."""
 
 from __future__ import annotations
 

@@ -14,8 +14,9 @@ from django.views.generic import TemplateView
 
 from fabric import services
 from fabric.impact import BlastRadius, blast_radius, host_facing_ports
+from inventory.cable_trace import nodes_behind_switch
 from inventory.models import Pod, Switch
-from inventory.selectors import nodes_behind_switch, switch_list
+from inventory.selectors import switch_list
 from portal.errors import InvalidInput
 from portal.models import Action, Role
 from portal.views import RoleRequiredMixin
