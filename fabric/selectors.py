@@ -17,11 +17,11 @@ from fabric.models import LldpFinding, PortCounterHistory, PortCounterLatest
 from inventory.models import Switch, SwitchPort
 from inventory.selectors import active_cables, port_list, switch_list
 from portal.errors import InvalidInput, NotFound
-from portal.models.accounts import CLUSTER_WIDE_ROLES
+from portal.roles import may
 
 
 def can_read_fabric(user) -> bool:
-    return getattr(user, "role", None) in CLUSTER_WIDE_ROLES
+    return may(user, "read_fabric")
 
 
 def monitored_switches(*, user, filters: dict | None = None) -> QuerySet[Switch]:
