@@ -81,7 +81,8 @@ def roles_that_may(capability: str) -> frozenset[Role]:
 
 def role_may(role: Role | str | None, capability: str) -> bool:
     """Whether `role` (None for someone the portal cannot place) has `capability`."""
-    return role is not None and role in roles_that_may(capability)
+    roles = roles_that_may(capability)  # first, so a misspelt name fails for everyone alike
+    return role is not None and role in roles
 
 
 def may(user, capability: str) -> bool:
