@@ -20,10 +20,6 @@ from portal.errors import InvalidInput, NotFound
 from portal.roles import may
 
 
-def can_read_fabric(user) -> bool:
-    return may(user, "read_fabric")
-
-
 def monitored_switches(*, user, filters: dict | None = None) -> QuerySet[Switch]:
     """Switches `user` may see, with their latest poll state joined in (one query)."""
     return switch_list(user=user, filters=filters).select_related("poll_state").order_by(
@@ -62,7 +58,7 @@ def port_history(*, port: SwitchPort, since: datetime | None = None,
 
 def lldp_findings(*, user, open_only: bool = True,
                   kind: str | None = None) -> QuerySet[LldpFinding]:
-    if not can_read_fabric(user):
+    if not may(user, "read_fabric"):
         return LldpFinding.objects.none()
     findings = LldpFinding.objects.all()
     if open_only:

@@ -37,7 +37,8 @@ CAPABILITIES: dict[str, tuple[tuple[Role, ...], str]] = {
                        "nodes, GPUs, NICs, cables and their Slurm state (a tenant admin: their "
                        "allocations' nodes only)"),
     "read_tenants": ((ADMIN, OPERATOR, ONCALL, TENANT_ADMIN, VIEWER),
-                     "tenant pages, allocations and usage (a tenant admin: their own tenant)"),
+                     "the tenants and their pages (a tenant admin: their own tenant; the "
+                     "private parts need read_tenant_data)"),
     "read_jobs": ((ADMIN, OPERATOR, ONCALL, TENANT_ADMIN),
                   "jobs, job analytics and job telemetry (a tenant admin: their tenant's jobs)"),
     "read_cluster": ((ADMIN, OPERATOR, ONCALL, VIEWER),

@@ -152,6 +152,21 @@ def test_no_template_compares_roles():
     assert not offenders, f"templates that compare roles (use may.<capability>): {offenders}"
 
 
+def test_the_readme_shows_the_table_as_it_is():
+    readme = (ROOT / "README.md").read_text()
+    header = "| capability | " + " | ".join(role.value for role in Role) + " | lets a role |"
+    rows = [
+        f"| `{capability}` | " + " | ".join("✓" if role in roles else "" for role in Role)
+        + f" | {meaning} |"
+        for capability, (roles, meaning) in CAPABILITIES.items()
+    ]
+    table = [line for line in readme.splitlines() if line.startswith("| `")]
+    assert header in readme
+    assert [line for line in table if line in rows] == rows, "README.md: regenerate the role table"
+    stale = [line for line in table if line.split("`")[1] in CAPABILITIES and line not in rows]
+    assert not stale, f"README.md rows that disagree with portal/roles.py: {stale}"
+
+
 @pytest.mark.parametrize("role", list(Role))
 def test_may_reads_the_table(role):
     for capability in CAPABILITIES:
