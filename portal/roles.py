@@ -23,7 +23,10 @@ class Role(models.TextChoices):
     VIEWER = "viewer", "Viewer"
 
 
-ADMIN, OPERATOR, ONCALL, TENANT_ADMIN, VIEWER = Role
+# Short names, so each row of the table reads on one line.
+ADMIN, OPERATOR, ONCALL, TENANT_ADMIN, VIEWER = (
+    Role.ADMIN, Role.OPERATOR, Role.ONCALL, Role.TENANT_ADMIN, Role.VIEWER
+)
 
 # capability: (the roles that have it, what it lets them do). A new capability is one row; a new
 # role is a member of Role and a column in the rows that grant it.
