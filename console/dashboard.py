@@ -2,8 +2,8 @@
 
 The grid is built from the same visibility rules as the APIs: `visible_nodes` (a tenant admin's
 grid holds their allocations' nodes only), `visible_jobs` (their own tenant's jobs only, viewers
-none) and `can_read_faults` (tenant admins see no fault tickets at all). Every read here is a
-fixed number of queries, whatever the cluster's size.
+none) and the `read_faults` capability (tenant admins see no fault tickets at all). Every read
+here is a fixed number of queries, whatever the cluster's size.
 """
 
 from __future__ import annotations
@@ -15,15 +15,16 @@ from dataclasses import dataclass, field
 from django.db.models import Count
 
 from faults.models import Category, FaultTicket
-from faults.selectors import can_read_faults, ticket_list
+from faults.selectors import ticket_list
 from faults.workflow import OPEN_STATUSES
 from inventory.models import GPU
 from inventory.selectors import visible_nodes
 from jobs.models import Job
-from jobs.selectors import JOB_READERS, running_jobs, visible_jobs
+from jobs.selectors import running_jobs, visible_jobs
 from portal.errors import InvalidInput
 from portal.natural_sort import natural_key
 from portal.node_states import GRID_STATES, grid_state
+from portal.roles import may
 
 _TRAILING_DIGITS = re.compile(r"\d+$")
 # What the "problems only" view keeps (besides any node with an open fault ticket).
@@ -128,7 +129,7 @@ class ClusterGrid:
 def open_faults_by_category(*, user) -> list[tuple[str, str, int]] | None:
     """(category, label, count) of open tickets for every category, or None for a user who may
     not read fault tickets. One query."""
-    if not can_read_faults(user):
+    if not may(user, "read_faults"):
         return None
     counts = dict(
         ticket_list(user=user, filters={"status": "open"})
@@ -140,7 +141,7 @@ def open_faults_by_category(*, user) -> list[tuple[str, str, int]] | None:
 
 
 def _open_faults_by_node(*, user, nodes) -> dict[int, int]:
-    if not can_read_faults(user):
+    if not may(user, "read_faults"):
         return {}
     rows = (
         FaultTicket.objects.filter(status__in=OPEN_STATUSES, node__in=nodes)
@@ -256,7 +257,7 @@ def cluster_grid(*, user, pod: str = "", problems_only: bool = False) -> Cluster
         state_counts=dict(state_counts),
         node_total=sum(state_counts.values()),
         gpu_total=sum(gpu_counts.values()),
-        gpus_in_use=gpus_in_use(user=user) if user.role in JOB_READERS else None,
+        gpus_in_use=gpus_in_use(user=user) if may(user, "read_jobs") else None,
         faults_by_category=open_faults_by_category(user=user),
         pod_names=pod_names,
         pod=pod,

@@ -27,7 +27,7 @@ from jobs.models import Job
 from jobs.selectors import running_jobs_crossing_pods, running_jobs_on_nodes, visible_jobs
 from portal.errors import InvalidInput
 from portal.models import Role
-from portal.models.accounts import CLUSTER_WIDE_ROLES, TENANT_DATA_ROLES
+from portal.roles import may
 
 KINDS = ("node", "hostlist", "gpu", "nic", "port", "switch", "cable")
 TARGET_FIELD = "target"
@@ -235,7 +235,7 @@ def resolve_target(*, user, target: str) -> Reach:
     if not separator or kind not in RESOLVERS:
         raise _bad(f"Unknown target kind {kind!r}; use one of {', '.join(KINDS)} "
                    f"(e.g. {EXAMPLES}).")
-    if kind in SWITCH_KINDS and user.role not in CLUSTER_WIDE_ROLES:
+    if kind in SWITCH_KINDS and not may(user, "read_fabric"):
         raise _bad("Switches and ports are not part of a tenant's slice: name your nodes, "
                    "GPUs, NICs or cables.")
     return RESOLVERS[kind](user, name.strip())
@@ -268,7 +268,7 @@ def impact_of(*, user, target: str) -> Impact:
     nodes = _visible_effects(user, reach)
     node_ids = [effect.node.pk for effect in nodes]
     bisection = _bisection_lost(reach.uplink_cable_ids) if reach.uplink_cable_ids else []
-    jobs_visible = user.role in TENANT_DATA_ROLES or (
+    jobs_visible = may(user, "read_tenant_data") or (
         user.role == Role.TENANT_ADMIN and user.tenant_id is not None
     )
     jobs = _jobs_hit(user, reach, node_ids, bisection) if jobs_visible else []
@@ -288,7 +288,7 @@ def impact_of(*, user, target: str) -> Impact:
 
 def _visible_effects(user, reach: Reach) -> list[NodeEffect]:
     effects = list(reach.nodes.values())
-    if user.role not in CLUSTER_WIDE_ROLES:
+    if not may(user, "read_cluster"):
         allowed = set(visible_nodes(user=user).filter(
             pk__in=[effect.node.pk for effect in effects]).values_list("pk", flat=True))
         effects = [effect for effect in effects if effect.node.pk in allowed]
@@ -338,7 +338,7 @@ def _tenants_hit(user, jobs: list[Job], node_ids: list[int]) -> list[dict]:
         .select_related("tenant")
         .prefetch_related(Prefetch("nodes", queryset=Node.objects.only("pk", "hostname")))
     ) if node_ids else Allocation.objects.none()
-    if user.role not in TENANT_DATA_ROLES:
+    if not may(user, "read_tenant_data"):
         allocations = allocations.filter(tenant_id=user.tenant_id)
     rows: dict[int, dict] = {}
 
@@ -480,11 +480,10 @@ def visible_snapshot(snapshot: dict, *, user) -> dict:
     admin only their own tenant's."""
     if not snapshot:
         return {}
-    role = getattr(user, "role", None)
-    if role in TENANT_DATA_ROLES:
+    if may(user, "read_tenant_data"):
         return snapshot
     shown = {**snapshot, "summary": {**snapshot.get("summary", {})}}
-    if role == Role.TENANT_ADMIN and getattr(user, "tenant_id", None):
+    if getattr(user, "role", None) == Role.TENANT_ADMIN and getattr(user, "tenant_id", None):
         from portal.models import Tenant
 
         slug = Tenant.objects.filter(pk=user.tenant_id).values_list("slug", flat=True).first()

@@ -20,11 +20,12 @@ from urllib.parse import urlencode
 from django.db.models import Q
 from django.urls import reverse
 
-from faults.selectors import can_read_faults, ticket_get
+from faults.selectors import ticket_get
 from inventory.hostlist import expand_hostlist
 from inventory.selectors import hardware_search, node_list, switch_list
 from jobs.selectors import visible_jobs
 from portal.errors import InvalidInput
+from portal.roles import may
 
 MAX_QUERY_LENGTH = 200
 LIMIT_PER_KIND = 10
@@ -100,7 +101,7 @@ def _ip_address(text: str):
 
 def _tickets(user, text: str) -> list[SearchHit]:
     match = _TICKET.match(text)
-    if not match or not can_read_faults(user):
+    if not match or not may(user, "read_faults"):
         return []
     ticket = ticket_get(user=user, pk=int(match.group(1)))
     if ticket is None:

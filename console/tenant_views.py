@@ -21,11 +21,9 @@ from inventory.models import Pod, Rack
 from inventory.selectors import allocation_list
 from portal import selectors
 from portal.errors import ServiceError
-from portal.models.accounts import Role
 from portal.node_states import GRID_STATES, grid_state
+from portal.roles import may
 from portal.views import RoleRequiredMixin
-
-ALLOCATORS = frozenset({Role.ADMIN, Role.OPERATOR})
 
 
 class AllocationForm(forms.Form):
@@ -71,7 +69,7 @@ def allocation_rows(user, tenant) -> list[dict]:
 
 class TenantDetailView(RoleRequiredMixin, TemplateView):
     template_name = "console/tenant_detail.html"
-    allowed_roles = frozenset(Role)
+    capability = "read_tenants"
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
@@ -94,13 +92,13 @@ class TenantDetailView(RoleRequiredMixin, TemplateView):
             running_jobs=usage.tenant_running_jobs(user=user, tenant=tenant)[:100],
             past_jobs=usage.tenant_past_jobs(user=user, tenant=tenant),
             node_faults=usage.tenant_open_faults(user=user, tenant=tenant),
-            can_allocate=user.role in ALLOCATORS,
+            can_allocate=may(user, "allocate"),
             form=kwargs.get("form") or AllocationForm(),
         )
         return context
 
     def post(self, request, slug):
-        if request.user.role not in ALLOCATORS:
+        if not may(request.user, "allocate"):
             return HttpResponse("Your role does not allow this.", status=403)
         tenant = tenant_for(request.user, slug)
         form = AllocationForm(request.POST)
@@ -136,7 +134,7 @@ class TenantDetailView(RoleRequiredMixin, TemplateView):
 
 
 class AllocationEndView(RoleRequiredMixin, View):
-    allowed_roles = ALLOCATORS
+    capability = "allocate"
 
     def post(self, request, slug, pk):
         tenant = tenant_for(request.user, slug)
@@ -152,7 +150,7 @@ class AllocationEndView(RoleRequiredMixin, View):
 
 
 class TenantAllocationsCsvView(RoleRequiredMixin, View):
-    allowed_roles = frozenset(Role)
+    capability = "read_tenants"
 
     def get(self, request, slug):
         tenant = tenant_for(request.user, slug)
@@ -179,7 +177,7 @@ class TenantAllocationsCsvView(RoleRequiredMixin, View):
 class TenantUsageCsvView(RoleRequiredMixin, View):
     """GPU-hours per UTC day and user over the usage period, the tenant's own jobs only."""
 
-    allowed_roles = frozenset(Role)
+    capability = "read_tenants"
 
     def get(self, request, slug):
         tenant = tenant_for(request.user, slug)

@@ -12,7 +12,7 @@ from portal import selectors
 from portal.errors import InvalidInput
 from portal.health import recent_readiness
 from portal.models import ActionStatus
-from portal.models.accounts import CLUSTER_WIDE_ROLES, Role
+from portal.roles import may
 from portal.views import RoleRequiredMixin
 
 
@@ -21,7 +21,7 @@ class SearchPageView(RoleRequiredMixin, TemplateView):
     the list of matches (or why the query was refused) with the box filled in again."""
 
     template_name = "console/search.html"
-    allowed_roles = frozenset(Role)
+    capability = "use_portal"
 
     def get(self, request, *args, **kwargs):
         query = request.GET.get("q", "").strip()
@@ -40,7 +40,7 @@ class SearchPageView(RoleRequiredMixin, TemplateView):
 
 class DashboardView(RoleRequiredMixin, TemplateView):
     template_name = "console/dashboard.html"
-    allowed_roles = frozenset(Role)
+    capability = "use_portal"
 
     def get(self, request, *args, **kwargs):
         # ?pod=p3 and ?view=problems narrow the grid; a bad value is a 400 naming its field.
@@ -54,7 +54,7 @@ class DashboardView(RoleRequiredMixin, TemplateView):
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
         user = self.request.user
-        counts = selectors.action_counts_by_status() if user.role in CLUSTER_WIDE_ROLES else {}
+        counts = selectors.action_counts_by_status() if may(user, "read_cluster") else {}
         context.update(
             action_counts=[(status, counts.get(status, 0)) for status in ActionStatus.values],
             recent_actions=selectors.action_list(user=user)[:10],

@@ -4,12 +4,12 @@
 tenant data: cluster-wide roles only, as in the API (inventory.selectors.switch_list).
 """
 
-from portal.models.accounts import CLUSTER_WIDE_ROLES
 from portal.realtime import register_group_access
+from portal.roles import may
 
 
 def fabric_reader(user, group: str) -> bool:
-    return user.role in CLUSTER_WIDE_ROLES
+    return may(user, "read_fabric")
 
 
 def register_fabric_groups() -> None:

@@ -17,11 +17,7 @@ from fabric.models import LldpFinding, PortCounterHistory, PortCounterLatest
 from inventory.models import Switch, SwitchPort
 from inventory.selectors import active_cables, port_list, switch_list
 from portal.errors import InvalidInput, NotFound
-from portal.models.accounts import CLUSTER_WIDE_ROLES
-
-
-def can_read_fabric(user) -> bool:
-    return getattr(user, "role", None) in CLUSTER_WIDE_ROLES
+from portal.roles import may
 
 
 def monitored_switches(*, user, filters: dict | None = None) -> QuerySet[Switch]:
@@ -62,7 +58,7 @@ def port_history(*, port: SwitchPort, since: datetime | None = None,
 
 def lldp_findings(*, user, open_only: bool = True,
                   kind: str | None = None) -> QuerySet[LldpFinding]:
-    if not can_read_fabric(user):
+    if not may(user, "read_fabric"):
         return LldpFinding.objects.none()
     findings = LldpFinding.objects.all()
     if open_only:

@@ -6,11 +6,12 @@ class FaultsConfig(AppConfig):
 
     def ready(self):
         from fabric.hooks import register_fabric_finding_listener, register_fabric_signal_listener
-        from faults.selectors import can_read_faults, open_ticket_resume_blockers
+        from faults.selectors import open_ticket_resume_blockers
         from faults.services import intake, state_changes
         from inventory.ui_panels import register_node_panel
         from jobs import hooks
         from portal.realtime import register_group_access
+        from portal.roles import may
 
         hooks.register_node_unhealthy_listener(intake.on_node_unhealthy)
         hooks.register_resume_guard(open_ticket_resume_blockers)
@@ -21,5 +22,5 @@ class FaultsConfig(AppConfig):
         register_fabric_signal_listener(state_changes.on_fabric_signals)
         hooks.register_slurm_signal_listener(state_changes.on_slurm_signal)
         # The board's live group: cluster-wide roles only, never tenant admins (as the API).
-        register_group_access("faults", lambda user, group: can_read_faults(user))
+        register_group_access("faults", lambda user, group: may(user, "read_faults"))
         register_node_panel("faults/_node_faults_panel.html")

@@ -16,27 +16,16 @@ from faults.models import FaultTicket, IntakeRecord, TimelineEntry
 from faults.policies import repeat_threshold
 from faults.workflow import BOARD_STATUSES, OPEN_STATUSES, is_reopenable
 from inventory.models import Node
-from portal.models import Role
-from portal.models.accounts import CLUSTER_WIDE_ROLES
+from portal.roles import may
 
 SEVERITY_ORDER = {"critical": 0, "major": 1, "minor": 2}
-FAULT_READERS = CLUSTER_WIDE_ROLES
-FAULT_ACTORS = frozenset({Role.ADMIN, Role.OPERATOR, Role.ONCALL})
-
-
-def can_read_faults(user) -> bool:
-    return getattr(user, "is_authenticated", False) and user.role in FAULT_READERS
-
-
-def can_act_on_faults(user) -> bool:
-    return getattr(user, "is_authenticated", False) and user.role in FAULT_ACTORS
 
 
 def ticket_list(*, user, filters: dict | None = None) -> QuerySet[FaultTicket]:
     """Tickets `user` may see, with the components the lists show, filtered by
     status (or "open"), category, severity, source, pod (name), node (hostname), component
     ("gpu", "nic", "switch", "port", "node") and q (summary text)."""
-    if not can_read_faults(user):
+    if not may(user, "read_faults"):
         return FaultTicket.objects.none()
     tickets = FaultTicket.objects.select_related(
         "node__pod", "gpu", "nic__node", "switch", "port__switch", "responder"
@@ -143,7 +132,7 @@ def node_open_tickets(*, user, node) -> QuerySet[FaultTicket]:
 
 
 def intake_list(*, user) -> QuerySet[IntakeRecord]:
-    if not can_read_faults(user):
+    if not may(user, "read_faults"):
         return IntakeRecord.objects.none()
     return IntakeRecord.objects.select_related("submitted_by").prefetch_related("tickets")
 

@@ -14,13 +14,13 @@ from faults.forms import TransitionForm, UserReportForm
 from faults.hooks import visible_impact
 from faults.models import Category, RecoveryMethod, Source
 from faults.parsing import reported_gpu
-from faults.selectors import FAULT_ACTORS, FAULT_READERS
 from faults.services import intake, tickets
 from faults.services.recovery import recovery_steps, request_recovery
 from faults.workflow import Status, allowed_targets
 from inventory.models import Pod
 from portal.errors import Conflict, InvalidInput, ServiceError
 from portal.ordering import Ordering, SortableListMixin
+from portal.roles import may
 from portal.views import RoleRequiredMixin
 
 # Column headings of the statistics page's month table (the full labels are in the title).
@@ -57,7 +57,7 @@ class BoardView(RoleRequiredMixin, TemplateView):
     """Open tickets by state; filters; acknowledge and transition in place."""
 
     template_name = "faults/board.html"
-    allowed_roles = FAULT_READERS
+    capability = "read_faults"
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
@@ -72,7 +72,7 @@ class BoardView(RoleRequiredMixin, TemplateView):
             components=COMPONENTS,
             sources=Source.choices,
             recovery_methods=RecoveryMethod.choices,
-            can_act=selectors.can_act_on_faults(self.request.user),
+            can_act=may(self.request.user, "respond_to_faults"),
         )
         return context
 
@@ -81,7 +81,7 @@ class TicketListView(SortableListMixin, RoleRequiredMixin, ListView):
     """Every ticket, newest first: a node's or a category's history."""
 
     template_name = "faults/ticket_list.html"
-    allowed_roles = FAULT_READERS
+    capability = "read_faults"
     context_object_name = "tickets"
     paginate_by = 50
     filter_names = ("status", "category", "node", "pod", "component", "source", "q")
@@ -104,7 +104,7 @@ class TicketListView(SortableListMixin, RoleRequiredMixin, ListView):
 
 class TicketDetailView(RoleRequiredMixin, TemplateView):
     template_name = "faults/ticket_detail.html"
-    allowed_roles = FAULT_READERS
+    capability = "read_faults"
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
@@ -124,7 +124,7 @@ class TicketDetailView(RoleRequiredMixin, TemplateView):
             categories=Category.choices,
             recovery_methods=RecoveryMethod.choices,
             intake_records=ticket.intake_records.order_by("received_at")[:50],
-            can_act=selectors.can_act_on_faults(self.request.user),
+            can_act=may(self.request.user, "respond_to_faults"),
             reopened_as=ticket.reopened_as.all(),
             recovery_steps=recovery_steps(ticket, user=self.request.user),
             impact_at_detection=visible_impact(ticket.impact, user=self.request.user),
@@ -163,7 +163,7 @@ class TicketActView(RoleRequiredMixin, View):
     on it; from a plain form it is a redirect to the ticket with a message.
     """
 
-    allowed_roles = FAULT_ACTORS
+    capability = "respond_to_faults"
     operation = ""
     # A recovery step only queues an Action (its own message says so): "done" would be untrue.
     says_done = True
@@ -237,7 +237,7 @@ class RecoveryView(TicketActView):
     def perform(self, request, ticket):
         step = request.POST.get("step", "")
         offered = {option.step: option for option in recovery_steps(ticket)}
-        if step in offered and request.user.role not in offered[step].roles:
+        if step in offered and not may(request.user, offered[step].capability):
             raise Conflict({"step": [f"Your role may not {offered[step].label.lower()}."]})
         action = request_recovery(ticket=ticket, step=step, actor=request.user, via="ui")
         messages.info(request, f"Action #{action.pk} queued: {action.kind} {action.target}.")
@@ -256,7 +256,7 @@ class ReopenView(TicketActView):
 class ReportView(RoleRequiredMixin, View):
     """The user report form: what a person saw, on which node/GPU or switch."""
 
-    allowed_roles = FAULT_ACTORS
+    capability = "respond_to_faults"
     template_name = "faults/report.html"
 
     def get(self, request):
@@ -286,7 +286,7 @@ class ReportView(RoleRequiredMixin, View):
 
 class StatisticsView(RoleRequiredMixin, TemplateView):
     template_name = "faults/statistics.html"
-    allowed_roles = FAULT_READERS
+    capability = "read_faults"
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)

@@ -28,8 +28,8 @@ from inventory.models import (
 )
 from portal.errors import InvalidInput, NotFound
 from portal.models import Role
-from portal.models.accounts import CLUSTER_WIDE_ROLES, TENANT_DATA_ROLES
 from portal.natural_sort import natural_key
+from portal.roles import may
 
 # -- visibility ------------------------------------------------------------------------------
 
@@ -37,10 +37,9 @@ from portal.natural_sort import natural_key
 def visible_nodes(*, user) -> QuerySet[Node]:
     """The nodes `user` may see: all for cluster-wide roles, the current allocations' for a
     tenant admin, none otherwise."""
-    role = user.role
-    if role in CLUSTER_WIDE_ROLES:
+    if may(user, "read_cluster"):
         return Node.objects.all()
-    if role == Role.TENANT_ADMIN and user.tenant_id:
+    if user.role == Role.TENANT_ADMIN and user.tenant_id:
         allocated = Allocation.objects.current().filter(tenant_id=user.tenant_id)
         return Node.objects.filter(pk__in=allocated.values("nodes"))
     return Node.objects.none()
@@ -325,7 +324,7 @@ def node_list(*, user, filters: dict | None = None) -> QuerySet[Node]:
     """Nodes `user` may see, filtered by `filters` (see NODE_FILTERS; `hostlist` takes a Slurm
     expression such as gpu[001-016,020]). One query: pod and rack are joined in."""
     known = dict(NODE_FILTERS)
-    if user.role in TENANT_DATA_ROLES:
+    if may(user, "read_tenant_data"):
         # Which tenant holds a node is tenant-private: only these roles may ask.
         known["tenant"] = lambda queryset, slug: queryset.filter(
             pk__in=Allocation.objects.current().filter(tenant__slug=slug).values("nodes")
@@ -434,7 +433,7 @@ SWITCH_FILTERS = {
 
 def switch_list(*, user, filters: dict | None = None) -> QuerySet[Switch]:
     """Switches, for cluster-wide roles only: the fabric is not part of a tenant's slice."""
-    if user.role not in CLUSTER_WIDE_ROLES:
+    if not may(user, "read_fabric"):
         return Switch.objects.none()
     return _apply_filters(Switch.objects.all(), filters, SWITCH_FILTERS).select_related(
         "pod", "rack"
@@ -443,7 +442,7 @@ def switch_list(*, user, filters: dict | None = None) -> QuerySet[Switch]:
 
 def port_list(*, user, switch: Switch | None = None, filters: dict | None = None):
     """Ports with their switch, breakout cage and the active cable on them (constant queries)."""
-    if user.role not in CLUSTER_WIDE_ROLES:
+    if not may(user, "read_fabric"):
         return SwitchPort.objects.none()
     ports = SwitchPort.objects.all() if switch is None else switch.ports.all()
     known = {"switch": "switch__hostname", "name": "name", "speed_gbps": "speed_gbps"}
@@ -462,7 +461,7 @@ def port_list(*, user, switch: Switch | None = None, filters: dict | None = None
 def cable_list(*, user, filters: dict | None = None) -> QuerySet[Cable]:
     """Cables with both ends joined in; a tenant admin sees only cables of their nodes."""
     cables = Cable.objects.all()
-    if user.role not in CLUSTER_WIDE_ROLES:
+    if not may(user, "read_cluster"):
         nodes = visible_nodes(user=user)
         cables = cables.filter(Q(a_nic__node__in=nodes) | Q(b_nic__node__in=nodes))
     known = {
@@ -485,7 +484,7 @@ def allocation_list(*, user, current_only: bool = False) -> QuerySet[Allocation]
     allocations = Allocation.objects.select_related("tenant").prefetch_related("nodes")
     if current_only:
         allocations = allocations.current()
-    if user.role in TENANT_DATA_ROLES:
+    if may(user, "read_tenant_data"):
         return allocations
     if user.role == Role.TENANT_ADMIN and user.tenant_id:
         return allocations.filter(tenant_id=user.tenant_id)
@@ -507,7 +506,7 @@ def _far_end_cables(near: str) -> Prefetch:
 def nic_list_with_links(*, user) -> QuerySet[NIC]:
     """NICs `user` may see, each with its active cable's far end (`nic_link`), in three queries
     for any number of NICs."""
-    if user.role in CLUSTER_WIDE_ROLES:
+    if may(user, "read_cluster"):
         nics = NIC.objects.all()  # no need to ask which nodes are visible: all are
     else:
         nics = NIC.objects.filter(node__in=visible_nodes(user=user))
@@ -517,6 +516,6 @@ def nic_list_with_links(*, user) -> QuerySet[NIC]:
 def port_list_with_links(*, user) -> QuerySet[SwitchPort]:
     """Switch ports for cluster-wide roles, each with its active cable's far end (`nic_link`),
     in three queries for any number of ports."""
-    if user.role not in CLUSTER_WIDE_ROLES:
+    if not may(user, "read_fabric"):
         return SwitchPort.objects.none()
     return SwitchPort.objects.prefetch_related(_far_end_cables("a"), _far_end_cables("b"))

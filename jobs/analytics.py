@@ -61,7 +61,7 @@ from jobs.models import LIVE_STATES, RUNNING_STATES, Job
 from jobs.selectors import visible_jobs
 from portal.errors import InvalidInput
 from portal.models import Tenant
-from portal.models.accounts import TENANT_DATA_ROLES
+from portal.roles import may
 
 DEFAULT_PERIOD_DAYS = 90
 JOB_KINDS = ("gpu", "cpu", "all")
@@ -179,7 +179,7 @@ def analytics_jobs(*, user, tenant_slug: str | None = None) -> QuerySet[Job]:
     """The jobs `user` may see; cluster-wide job readers may narrow to one tenant. A tenant
     admin's ?tenant= is ignored: they only ever see their own tenant's jobs."""
     jobs = visible_jobs(user=user)
-    if tenant_slug and user.role in TENANT_DATA_ROLES:
+    if tenant_slug and may(user, "read_tenant_data"):
         tenant = Tenant.objects.filter(slug=tenant_slug).only("pk").first()
         if tenant is None:
             raise InvalidInput({"tenant": [f"no tenant {tenant_slug!r}"]})
@@ -511,7 +511,7 @@ def workload_analytics(*, user, period: Period, tenant_slug: str | None = None,
     with tuned_for_analytics(selected.jobs.db):
         return {
             "period": {"since": period.since.isoformat(), "until": period.until.isoformat()},
-            "tenant": tenant_slug if tenant_slug and user.role in TENANT_DATA_ROLES else None,
+            "tenant": tenant_slug if tenant_slug and may(user, "read_tenant_data") else None,
             "kind": kind,
             "gpu_time_counted_until": counted_until.isoformat(),
             "percentile_method": PERCENTILE_METHOD,

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from django.views.generic import TemplateView
 
-from jobs import selectors
 from jobs.analytics import JOB_KINDS, parse_kind, parse_period, workload_analytics
 from portal.errors import InvalidInput
 from portal.models import Tenant
-from portal.models.accounts import TENANT_DATA_ROLES
+from portal.roles import may
 from portal.views import RoleRequiredMixin
 
 
@@ -26,7 +25,7 @@ class JobAnalyticsView(RoleRequiredMixin, TemplateView):
     tenant with ?tenant=. Bad dates or an unknown tenant: the page with the problem, 400."""
 
     template_name = "jobs/analytics.html"
-    allowed_roles = selectors.JOB_READERS
+    capability = "read_jobs"
 
     def get(self, request, *args, **kwargs):
         params = request.GET
@@ -38,7 +37,7 @@ class JobAnalyticsView(RoleRequiredMixin, TemplateView):
             kinds=JOB_KINDS,
             tenants=(
                 list(Tenant.objects.order_by("name").values("slug", "name"))
-                if request.user.role in TENANT_DATA_ROLES
+                if may(request.user, "read_tenant_data")
                 else []
             ),
         )

@@ -9,8 +9,9 @@
 from __future__ import annotations
 
 from inventory.selectors import visible_nodes
-from jobs.selectors import JOB_READERS, visible_jobs
+from jobs.selectors import visible_jobs
 from portal.realtime import register_group_access
+from portal.roles import may
 
 
 def _object_id(group: str) -> int | None:
@@ -24,7 +25,7 @@ def may_follow_node(user, group: str) -> bool:
 
 
 def may_follow_jobs(user, group: str) -> bool:
-    return group == "jobs" and user.role in JOB_READERS
+    return group == "jobs" and may(user, "read_jobs")
 
 
 def may_follow_job(user, group: str) -> bool:

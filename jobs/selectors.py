@@ -18,13 +18,11 @@ from jobs.buckets import SIZE_BUCKET_LABELS, bucket_bounds
 from jobs.models import LIVE_STATES, Job
 from portal.errors import InvalidInput
 from portal.models import Role
-from portal.models.accounts import TENANT_DATA_ROLES
-
-JOB_READERS = TENANT_DATA_ROLES | {Role.TENANT_ADMIN}
+from portal.roles import may
 
 
 def visible_jobs(*, user) -> QuerySet[Job]:
-    if user.role in TENANT_DATA_ROLES:
+    if may(user, "read_tenant_data"):
         return Job.objects.all()
     if user.role == Role.TENANT_ADMIN and user.tenant_id:
         return Job.objects.filter(tenant_id=user.tenant_id)

@@ -20,9 +20,7 @@ from inventory.selectors import visible_nodes
 from jobs import selectors
 from jobs.buckets import SIZE_BUCKET_LABELS
 from jobs.services import request_drain, request_resume
-from jobs.templatetags.jobs_tags import NODE_ACTORS
 from portal.errors import Conflict, InvalidInput
-from portal.models import Role
 from portal.ordering import Ordering, SortableListMixin
 from portal.views import RoleRequiredMixin
 
@@ -43,7 +41,7 @@ class JobListView(SortableListMixin, RoleRequiredMixin, ListView):
     template_name = "jobs/job_list.html"
     context_object_name = "jobs"
     paginate_by = 50
-    allowed_roles = selectors.JOB_READERS
+    capability = "read_jobs"
     # Slurm job ids are numbers stored as text: shorter first sorts 999 before 1098.
     sort_columns = Ordering(
         {"job": (Length("job_id"), "job_id"), "name": ("name",), "user": ("user",),
@@ -88,7 +86,7 @@ class JobDetailView(RoleRequiredMixin, DetailView):
     context_object_name = "job"
     slug_field = "job_id"
     slug_url_kwarg = "job_id"
-    allowed_roles = selectors.JOB_READERS
+    capability = "read_jobs"
 
     def get_queryset(self):
         return selectors.visible_jobs(user=self.request.user).select_related("tenant")
@@ -104,7 +102,7 @@ class NodeSlurmPanelView(RoleRequiredMixin, TemplateView):
     """The node panel on its own (the inventory's node page includes the same partial)."""
 
     template_name = "jobs/node_slurm_panel_page.html"
-    allowed_roles = frozenset(Role)
+    capability = "read_inventory"
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
@@ -117,7 +115,7 @@ class NodeSlurmPanelView(RoleRequiredMixin, TemplateView):
 
 class BulkDrainPageView(RoleRequiredMixin, TemplateView):
     template_name = "jobs/bulk_drain_page.html"
-    allowed_roles = NODE_ACTORS
+    capability = "drain"
 
     def get_context_data(self, **kwargs):
         # The node list links here with its current hostlist filter, e.g. ?hostlist=gpu[001-016].
@@ -127,7 +125,6 @@ class BulkDrainPageView(RoleRequiredMixin, TemplateView):
 class _NodeActionView(RoleRequiredMixin, View):
     """POST from the node panel or the bulk form: one Action, then its page."""
 
-    allowed_roles = NODE_ACTORS
     verb = ""
 
     def back(self, request):
@@ -176,6 +173,7 @@ def _with_typed_input(url: str, posted, verb: str) -> str:
 
 
 class NodeDrainFormView(_NodeActionView):
+    capability = "drain"
     verb = "drain"
 
     def request_action(self, request, nodes):
@@ -187,6 +185,7 @@ class NodeDrainFormView(_NodeActionView):
 
 
 class NodeResumeFormView(_NodeActionView):
+    capability = "resume"
     verb = "resume"
 
     def request_action(self, request, nodes):

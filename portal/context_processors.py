@@ -1,4 +1,5 @@
-"""Template context every page needs: the navigation, built from what is installed."""
+"""Template context every page needs: the navigation, built from what is installed, and `may`,
+what the reader's role may do (`{% if may.drain %}`), read from portal/roles.py."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from django.conf import settings
 from django.urls import NoReverseMatch, resolve, reverse
 
 from portal.deployment import simulated_parts
+from portal.roles import capabilities_of, role_may
 
 # (label, URL name, issue that brings the section): a section whose pages have not landed yet
 # is shown disabled rather than linking to a placeholder.
@@ -22,11 +24,11 @@ NAVIGATION = [
 
 
 def may_open(url: str, role) -> bool:
-    """Whether a page's view lets `role` in: the same `allowed_roles` its RoleRequiredMixin
+    """Whether a page's view lets `role` in: the same `capability` its RoleRequiredMixin
     checks, read from the view itself, so the menu never leads a role to a 403."""
     view_class = getattr(resolve(url).func, "view_class", None)
-    allowed = getattr(view_class, "allowed_roles", None)
-    return allowed is None or role in allowed
+    capability = getattr(view_class, "capability", None)
+    return capability is None or role_may(role, capability)
 
 
 def navigation(request):
@@ -43,7 +45,7 @@ def navigation(request):
             continue
         active = bool(url) and (current == url or (url != "/" and current.startswith(url)))
         items.append({"label": label, "url": url, "issue": issue, "active": active})
-    return {"navigation": items, "user_role": role}
+    return {"navigation": items, "user_role": role, "may": capabilities_of(role)}
 
 
 def deployment(request):

@@ -4,20 +4,18 @@ from __future__ import annotations
 
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
-from portal.models.accounts import CLUSTER_WIDE_ROLES, Role
+from portal.roles import may
 from portal.throttling import refuse_if_over_anonymous_budget
-
-ALL_ROLES = frozenset(Role)
-WRITE_ROLES = frozenset({Role.ADMIN, Role.OPERATOR})
 
 
 class RolePermission(BasePermission):
-    """Allows a request when the user's role is in the view's `read_roles` or `write_roles`.
+    """Allows a request when the user's role has the capability the view declares for it.
 
-    Views declare `read_roles` (default: the cluster-wide roles) and `write_roles` (default:
-    admin and operator); `action_roles = {"cancel": {...}}` overrides both for one viewset action.
-    Object-level visibility (a tenant admin's own tenant only) is the view's queryset's job, so
-    other tenants' objects are 404, not 403.
+    Views declare `read_capability` (default: read_cluster) and `write_capability` (default:
+    write_inventory); `action_capabilities = {"cancel": "cancel_action"}` overrides both for one
+    viewset action. Which role has which capability is portal/roles.py's table. Object-level
+    visibility (a tenant admin's own tenant only) is the view's queryset's job, so other tenants'
+    objects are 404, not 403.
     """
 
     message = "Your role does not allow this."
@@ -27,13 +25,15 @@ class RolePermission(BasePermission):
         if not user or not user.is_authenticated:
             refuse_if_over_anonymous_budget(request, view)  # 429 instead of 401 past the budget
             return False
-        role = user.role
-        if role is None:
-            return False
-        action_roles = getattr(view, "action_roles", {})
-        action = getattr(view, "action", None)
-        if action in action_roles:
-            return role in action_roles[action]
-        if request.method in SAFE_METHODS:
-            return role in getattr(view, "read_roles", CLUSTER_WIDE_ROLES)
-        return role in getattr(view, "write_roles", WRITE_ROLES)
+        return may(user, required_capability(view, request.method))
+
+
+def required_capability(view, method: str) -> str:
+    """The capability a request to `view` with `method` needs, as the view declares it."""
+    action_capabilities = getattr(view, "action_capabilities", {})
+    action = getattr(view, "action", None)
+    if action in action_capabilities:
+        return action_capabilities[action]
+    if method in SAFE_METHODS:
+        return getattr(view, "read_capability", "read_cluster")
+    return getattr(view, "write_capability", "write_inventory")

@@ -8,12 +8,12 @@ from django.conf import settings
 from django.db.models import Count, QuerySet
 
 from portal.models import Action, APIToken, AuditEntry, PeriodicTaskState, Role, Tenant, User
-from portal.models.accounts import CLUSTER_WIDE_ROLES
+from portal.roles import may
 
 
 def tenant_list(*, user) -> QuerySet[Tenant]:
     tenants = Tenant.objects.annotate(user_count=Count("users")).order_by("name")
-    if user.role in CLUSTER_WIDE_ROLES:
+    if may(user, "read_cluster"):
         return tenants
     if user.role == Role.TENANT_ADMIN and user.tenant_id:
         return tenants.filter(pk=user.tenant_id)
@@ -21,7 +21,7 @@ def tenant_list(*, user) -> QuerySet[Tenant]:
 
 
 def action_list(*, user) -> QuerySet[Action]:
-    if user.role not in CLUSTER_WIDE_ROLES:
+    if not may(user, "read_cluster"):
         return Action.objects.none()
     return Action.objects.select_related("requested_by")
 
@@ -32,20 +32,20 @@ def action_counts_by_status() -> dict[str, int]:
 
 
 def audit_list(*, user) -> QuerySet[AuditEntry]:
-    if user.role not in (Role.ADMIN, Role.OPERATOR):
+    if not may(user, "read_audit"):
         return AuditEntry.objects.none()
     return AuditEntry.objects.all()
 
 
 def api_token_list(*, user) -> QuerySet[APIToken]:
     tokens = APIToken.objects.select_related("user")
-    if user.role == Role.ADMIN:
+    if may(user, "manage_accounts"):
         return tokens
     return tokens.filter(user=user)
 
 
 def user_list(*, user) -> QuerySet[User]:
-    if user.role != Role.ADMIN:
+    if not may(user, "manage_accounts"):
         return User.objects.filter(pk=user.pk)
     return User.objects.select_related("tenant").prefetch_related("groups")
 
@@ -75,7 +75,7 @@ class PeriodicTaskRow:
 def periodic_task_list(*, user) -> list[PeriodicTaskRow]:
     """Every scheduled task with its last run, overruns and skips; cluster-wide roles only
     (how the portal's own work keeps up is operations data, not a tenant's)."""
-    if user.role not in CLUSTER_WIDE_ROLES:
+    if not may(user, "read_cluster"):
         return []
     states = {state.task: state for state in PeriodicTaskState.objects.all()}
     rows = [

@@ -16,20 +16,18 @@ from portal.errors import Conflict
 from portal.health import readiness
 from portal.metrics import register_portal_collector
 from portal.models import ActionStatus
-from portal.models.accounts import CLUSTER_WIDE_ROLES, Role
 from portal.ordering import Ordering, SortableListMixin
+from portal.roles import may
 from portal.services.actions import cancel_action
-
-ACTION_ACTORS = frozenset({Role.ADMIN, Role.OPERATOR, Role.ONCALL})
 
 
 class RoleRequiredMixin(LoginRequiredMixin):
-    """Pages declare `allowed_roles`; a user with another role gets 403."""
+    """Pages declare the `capability` they need (portal/roles.py); a role without it gets 403."""
 
-    allowed_roles = CLUSTER_WIDE_ROLES
+    capability = "read_cluster"
 
     def dispatch(self, request, *args, **kwargs):
-        if request.user.is_authenticated and request.user.role not in self.allowed_roles:
+        if request.user.is_authenticated and not may(request.user, self.capability):
             raise PermissionDenied("Your role does not allow this page.")
         return super().dispatch(request, *args, **kwargs)
 
@@ -69,19 +67,19 @@ class ActionDetailView(RoleRequiredMixin, DetailView):
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
         context["can_cancel"] = (
-            self.request.user.role in ACTION_ACTORS and self.object.status == ActionStatus.QUEUED
+            may(self.request.user, "cancel_action") and self.object.status == ActionStatus.QUEUED
         )
         # The fault tickets this Action caused or answered (a port shut opens one):
         # the reverse of the faults app's link, so portal imports no domain app; tickets are
         # cluster-wide records, not shown to a tenant admin.
         linked = getattr(self.object, "fault_tickets", None)
-        if linked is not None and self.request.user.role in CLUSTER_WIDE_ROLES:
+        if linked is not None and may(self.request.user, "read_faults"):
             context["fault_tickets"] = list(linked.order_by("pk"))
         return context
 
 
 class ActionCancelView(RoleRequiredMixin, View):
-    allowed_roles = ACTION_ACTORS
+    capability = "cancel_action"
 
     def post(self, request, pk):
         action = selectors.action_list(user=request.user).filter(pk=pk).first()
@@ -104,7 +102,7 @@ class AuditListView(SortableListMixin, RoleRequiredMixin, ListView):
     template_name = "portal/audit_list.html"
     context_object_name = "entries"
     paginate_by = 100
-    allowed_roles = frozenset({Role.ADMIN, Role.OPERATOR})
+    capability = "read_audit"
     sort_columns = Ordering(
         {"when": ("timestamp",), "who": ("actor__username",), "via": ("via",),
          "operation": ("operation",), "object": ("object_type", "object_id")},
@@ -122,7 +120,7 @@ class AuditListView(SortableListMixin, RoleRequiredMixin, ListView):
 class TenantListView(SortableListMixin, RoleRequiredMixin, ListView):
     template_name = "portal/tenant_list.html"
     context_object_name = "tenants"
-    allowed_roles = frozenset(Role)
+    capability = "read_tenants"
     sort_columns = Ordering(
         {"name": ("name",), "slug": ("slug",), "account": ("slurm_account",),
          "vni": ("evpn_vni",), "users": ("user_count",)},

@@ -28,7 +28,7 @@ from jobs.analytics import Period, analytics_jobs
 from jobs.buckets import SIZE_BUCKET_LABELS, size_bucket
 from jobs.models import LIVE_STATES
 from jobs.selectors import visible_jobs
-from portal.models.accounts import TENANT_DATA_ROLES
+from portal.roles import may
 from telemetry.drivers.base import (
     LOW_UTILISATION_PERCENT,
     TelemetryUnavailable,
@@ -117,7 +117,7 @@ def observation3(*, user, period: Period, tenant_slug: str | None = None,
     )
     answer = {
         "period": {"since": period.since.isoformat(), "until": period.until.isoformat()},
-        "tenant": tenant_slug if tenant_slug and user.role in TENANT_DATA_ROLES else None,
+        "tenant": tenant_slug if tenant_slug and may(user, "read_tenant_data") else None,
         "threshold_percent": LOW_UTILISATION_PERCENT,
         "jobs": None,
         "jobs_with_telemetry": None,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from django.views.generic import TemplateView
 
-from portal.models.accounts import TENANT_DATA_ROLES
 from portal.views import RoleRequiredMixin
 from telemetry import selectors
 
@@ -14,7 +13,7 @@ class IdleGpusView(RoleRequiredMixin, TemplateView):
     """Re-fetched by htmx every 15 s (?fragment=1 answers the table alone)."""
 
     template_name = "telemetry/idle_gpus.html"
-    allowed_roles = TENANT_DATA_ROLES
+    capability = "read_tenant_data"
 
     def get_template_names(self):
         if self.request.GET.get("fragment"):

@@ -1,12 +1,15 @@
-"""The permission matrix (issue 8): every endpoint and page x the five roles x own/other tenant.
+"""The permission matrix: every endpoint and page x every role x own/other tenant.
 
-`MATRIX` maps each named route of the URL conf to the requests that exercise it and the status
-each role must get. tests/test_permission_matrix.py walks the URL conf, so a new route without
-an entry here fails CI until somebody decides who may use it.
+`MATRIX` maps each named route of the URL conf to the requests that exercise it and the
+capability each needs (portal/roles.py); what each role must get is read off the role table,
+so a new role or a capability granted to another role changes the expectations here by itself.
+tests/test_permission_matrix.py walks the URL conf, so a new route without an entry here fails
+CI until somebody decides who may use it.
 
 Writes are probed with an empty body: a role that may write gets a 400 (its request reached
 validation and changed nothing), a role that may not gets a 403. Tenant-private objects are
-probed twice, for the tenant admin's own tenant and for another one (which must be a 404).
+probed twice, for the tenant admin's own tenant and for another one (which must be a 404): the
+selectors' scoping, given as a per-role override (`tenant_admin=404`), not as a capability.
 """
 
 from __future__ import annotations
@@ -14,22 +17,34 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-ROLES = ("admin", "operator", "oncall", "viewer", "tenant_admin", "anonymous")
+from portal.roles import Role, role_may
+
+ROLES = (*Role.values, "anonymous")
 
 
-def statuses(admin, operator, oncall, viewer, tenant_admin, anonymous) -> dict[str, int]:
-    return dict(zip(ROLES, (admin, operator, oncall, viewer, tenant_admin, anonymous), strict=True))
+def expect(
+    capability: str, allowed: int, *, denied: int, anonymous: int, **scoped: int
+) -> dict[str, int]:
+    """The status each role gets from a request that needs `capability`: `allowed` for the
+    roles the table grants it, `denied` for the others; `scoped` overrides a role whose
+    selectors answer differently for the probed object (another tenant's: 404)."""
+    unknown = set(scoped) - set(Role.values)
+    assert not unknown, f"not roles: {unknown}"
+    answer = {role: allowed if role_may(role, capability) else denied for role in Role.values}
+    return {**answer, **scoped, "anonymous": anonymous}
 
 
-# Common rows. API: anonymous is 401 (token auth announces itself). Pages: anonymous -> login.
-API_READ_ALL = statuses(200, 200, 200, 200, 200, 401)
-API_READ_CLUSTER = statuses(200, 200, 200, 200, 403, 401)
-API_WRITE_OPERATORS = statuses(400, 400, 403, 403, 403, 401)
-API_WRITE_RESPONDERS = statuses(400, 400, 400, 403, 403, 401)
-PAGE_ALL = statuses(200, 200, 200, 200, 200, 302)
-PAGE_CLUSTER = statuses(200, 200, 200, 200, 403, 302)
-PAGE_OPERATORS = statuses(200, 200, 403, 403, 403, 302)
-PUBLIC = statuses(200, 200, 200, 200, 200, 200)
+def api(capability: str, allowed: int = 200, *, denied: int = 403, **scoped: int):
+    """An API request: anonymous is 401 (token auth announces itself)."""
+    return expect(capability, allowed, denied=denied, anonymous=401, **scoped)
+
+
+def page(capability: str, allowed: int = 200, *, denied: int = 403, **scoped: int):
+    """A page: anonymous is sent to the login page (302)."""
+    return expect(capability, allowed, denied=denied, anonymous=302, **scoped)
+
+
+PUBLIC = dict.fromkeys(ROLES, 200)
 
 
 @dataclass(frozen=True)
@@ -65,44 +80,44 @@ def post(path, expect, body=None, note=""):
 
 MATRIX: dict[str, Route] = {
     # --- portal pages -------------------------------------------------------------------------
-    "dashboard": Route((get("/", PAGE_ALL),)),
+    "dashboard": Route((get("/", page("use_portal")),)),
     "login": Route(exempt="the login form itself: public by definition"),
     "logout": Route(exempt="ends the session; POST only, every role"),
-    "action-list": Route((get("/actions/", PAGE_CLUSTER),)),
-    "action-detail": Route((get(lambda w: f"/actions/{w.action.pk}/", PAGE_CLUSTER),)),
+    "action-list": Route((get("/actions/", page("read_cluster")),)),
+    "action-detail": Route((get(lambda w: f"/actions/{w.action.pk}/", page("read_cluster")),)),
     "action-cancel": Route(
-        (post(lambda w: f"/actions/{w.action.pk}/cancel/", statuses(302, 302, 302, 403, 403, 302)),)
+        (post(lambda w: f"/actions/{w.action.pk}/cancel/", page("cancel_action", 302)),)
     ),
-    "audit-list": Route((get("/audit/", PAGE_OPERATORS),)),
-    "tenant-list": Route((get("/tenants/", PAGE_ALL),)),
+    "audit-list": Route((get("/audit/", page("read_audit")),)),
+    "tenant-list": Route((get("/tenants/", page("read_tenants")),)),
     "tenant-detail": Route(
         (
-            get(lambda w: f"/tenants/{w.own_tenant.slug}/", PAGE_ALL),
+            get(lambda w: f"/tenants/{w.own_tenant.slug}/", page("read_tenants")),
             get(
-                lambda w: f"/tenants/{w.other_tenant.slug}/", statuses(200, 200, 200, 200, 404, 302)
+                lambda w: f"/tenants/{w.other_tenant.slug}/", page("read_tenants", tenant_admin=404)
             ),
             post(
                 lambda w: f"/tenants/{w.own_tenant.slug}/",
-                statuses(400, 400, 403, 403, 403, 302),
+                page("allocate", 400),
                 note="allocating nodes: operators only; an empty form is a 400",
             ),
         )
     ),
     "tenant-allocations-csv": Route(
         (
-            get(lambda w: f"/tenants/{w.own_tenant.slug}/allocations.csv", PAGE_ALL),
+            get(lambda w: f"/tenants/{w.own_tenant.slug}/allocations.csv", page("read_tenants")),
             get(
                 lambda w: f"/tenants/{w.other_tenant.slug}/allocations.csv",
-                statuses(200, 200, 200, 200, 404, 302),
+                page("read_tenants", tenant_admin=404),
             ),
         )
     ),
     "tenant-usage-csv": Route(
         (
-            get(lambda w: f"/tenants/{w.own_tenant.slug}/usage.csv", PAGE_ALL),
+            get(lambda w: f"/tenants/{w.own_tenant.slug}/usage.csv", page("read_tenants")),
             get(
                 lambda w: f"/tenants/{w.other_tenant.slug}/usage.csv",
-                statuses(200, 200, 200, 200, 404, 302),
+                page("read_tenants", tenant_admin=404),
             ),
         )
     ),
@@ -110,7 +125,7 @@ MATRIX: dict[str, Route] = {
         (
             post(
                 lambda w: f"/tenants/{w.own_tenant.slug}/allocations/{w.allocation.pk}/end/",
-                statuses(302, 302, 403, 403, 403, 302),
+                page("allocate", 302),
             ),
         )
     ),
@@ -123,15 +138,17 @@ MATRIX: dict[str, Route] = {
     "schema": Route((get("/api/schema/", PUBLIC),)),
     "api-docs": Route((get("/api/docs/", PUBLIC),)),
     # --- portal API ---------------------------------------------------------------------------
-    "api:api-root": Route((get("/api/", API_READ_CLUSTER),)),
-    "api:me": Route((get("/api/me/", API_READ_ALL),)),
-    "api:action-list": Route((get("/api/actions/", API_READ_CLUSTER),)),
-    "api:action-detail": Route((get(lambda w: f"/api/actions/{w.action.pk}/", API_READ_CLUSTER),)),
+    "api:api-root": Route((get("/api/", api("read_cluster")),)),
+    "api:me": Route((get("/api/me/", api("use_portal")),)),
+    "api:action-list": Route((get("/api/actions/", api("read_cluster")),)),
+    "api:action-detail": Route(
+        (get(lambda w: f"/api/actions/{w.action.pk}/", api("read_cluster")),)
+    ),
     "api:action-cancel": Route(
         (
             post(
                 lambda w: f"/api/actions/{w.action.pk}/cancel/",
-                statuses(200, 200, 200, 403, 403, 401),
+                api("cancel_action"),
             ),
         )
     ),
@@ -139,37 +156,37 @@ MATRIX: dict[str, Route] = {
         (
             post(
                 "/api/actions/canary/",
-                statuses(202, 202, 202, 403, 403, 401),
+                api("run_canary", 202),
                 body={"reason": "permission matrix"},
             ),
         )
     ),
-    "api:auditentry-list": Route((get("/api/audit/", statuses(200, 200, 403, 403, 403, 401)),)),
+    "api:auditentry-list": Route((get("/api/audit/", api("read_audit")),)),
     "api:auditentry-detail": Route(
-        (get(lambda w: f"/api/audit/{w.audit_entry.pk}/", statuses(200, 200, 403, 403, 403, 401)),)
+        (get(lambda w: f"/api/audit/{w.audit_entry.pk}/", api("read_audit")),)
     ),
     "api:tenant-list": Route(
         (
-            get("/api/tenants/", API_READ_ALL),
-            post("/api/tenants/", statuses(400, 403, 403, 403, 403, 401)),
+            get("/api/tenants/", api("read_tenants")),
+            post("/api/tenants/", api("manage_tenants", 400)),
         )
     ),
     "api:tenant-detail": Route(
         (
-            get(lambda w: f"/api/tenants/{w.own_tenant.pk}/", API_READ_ALL),
+            get(lambda w: f"/api/tenants/{w.own_tenant.pk}/", api("read_tenants")),
             get(
                 lambda w: f"/api/tenants/{w.other_tenant.pk}/",
-                statuses(200, 200, 200, 200, 404, 401),
+                api("read_tenants", tenant_admin=404),
                 note="another tenant's object is 404 for a tenant admin",
             ),
         )
     ),
     "api:apitoken-list": Route(
         (
-            get("/api/tokens/", API_READ_ALL),
+            get("/api/tokens/", api("manage_own_tokens")),
             post(
                 "/api/tokens/",
-                statuses(400, 400, 400, 400, 400, 401),
+                api("manage_own_tokens", 400),
                 note="everybody may create a token for themselves",
             ),
         )
@@ -178,7 +195,7 @@ MATRIX: dict[str, Route] = {
         (
             get(
                 lambda w: f"/api/tokens/{w.foreign_token.pk}/",
-                statuses(200, 404, 404, 404, 404, 401),
+                api("manage_accounts", denied=404),
                 note="another user's token is invisible except to admins, who revoke them",
             ),
         )
@@ -188,70 +205,87 @@ MATRIX: dict[str, Route] = {
         (
             get(
                 lambda w: f"/fabric/switches/{w.switch.pk}/ports/admin/?ports=Ethernet0",
-                PAGE_OPERATORS,
+                page("act_on_switch"),
             ),
             post(
                 lambda w: f"/fabric/switches/{w.switch.pk}/ports/admin/",
-                statuses(400, 400, 403, 403, 403, 302),
+                page("act_on_switch", 400),
             ),
         )
     ),
     "fabric:leaf-maintenance": Route(
-        (get(lambda w: f"/fabric/switches/{w.switch.pk}/maintenance/", PAGE_OPERATORS),)
+        (get(lambda w: f"/fabric/switches/{w.switch.pk}/maintenance/", page("act_on_switch")),)
     ),
     "fabric:switch-qos": Route(
-        (get(lambda w: f"/fabric/switches/{w.switch.pk}/qos/", PAGE_OPERATORS),)
+        (get(lambda w: f"/fabric/switches/{w.switch.pk}/qos/", page("act_on_switch")),)
     ),
     "fabric:switch-save": Route(
-        (get(lambda w: f"/fabric/switches/{w.switch.pk}/save/", PAGE_OPERATORS),)
+        (get(lambda w: f"/fabric/switches/{w.switch.pk}/save/", page("act_on_switch")),)
     ),
-    "fabric:pod-qos": Route((get(lambda w: f"/fabric/pods/{w.pod.pk}/qos/", PAGE_OPERATORS),)),
+    "fabric:pod-qos": Route(
+        (get(lambda w: f"/fabric/pods/{w.pod.pk}/qos/", page("act_on_switch")),)
+    ),
     "api:fabric:switch-actions-blast-radius": Route(
         (
             get(
                 lambda w: f"/api/fabric/switches/{w.switch.pk}/blast-radius/?ports=Ethernet0",
-                API_READ_CLUSTER,
+                api("read_fabric"),
             ),
         )
     ),
     "api:fabric:switch-actions-port-admin": Route(
-        (post(lambda w: f"/api/fabric/switches/{w.switch.pk}/ports/admin/", API_WRITE_OPERATORS),)
+        (
+            post(
+                lambda w: f"/api/fabric/switches/{w.switch.pk}/ports/admin/",
+                api("act_on_switch", 400),
+            ),
+        )
     ),
     "api:fabric:switch-actions-maintenance": Route(
-        (post(lambda w: f"/api/fabric/switches/{w.switch.pk}/maintenance/", API_WRITE_OPERATORS),)
+        (
+            post(
+                lambda w: f"/api/fabric/switches/{w.switch.pk}/maintenance/",
+                api("act_on_switch", 400),
+            ),
+        )
     ),
     "api:fabric:switch-actions-qos": Route(
-        (post(lambda w: f"/api/fabric/switches/{w.switch.pk}/qos/", API_WRITE_OPERATORS),)
+        (post(lambda w: f"/api/fabric/switches/{w.switch.pk}/qos/", api("act_on_switch", 400)),)
     ),
     "api:fabric:switch-actions-save": Route(
-        (post(lambda w: f"/api/fabric/switches/{w.switch.pk}/save/", API_WRITE_OPERATORS),)
+        (post(lambda w: f"/api/fabric/switches/{w.switch.pk}/save/", api("act_on_switch", 400)),)
     ),
     "api:fabric:pod-actions-qos": Route(
-        (post(lambda w: f"/api/fabric/pods/{w.pod.pk}/qos/", API_WRITE_OPERATORS),)
+        (post(lambda w: f"/api/fabric/pods/{w.pod.pk}/qos/", api("act_on_switch", 400)),)
     ),
     # --- fabric: ECN counter collection (issue 14 item 5) ------------------------------------
     "fabric:switch-ecn-counters": Route(
-        (get(lambda w: f"/fabric/switches/{w.switch.pk}/ecn-counters/", PAGE_OPERATORS),)
+        (get(lambda w: f"/fabric/switches/{w.switch.pk}/ecn-counters/", page("act_on_switch")),)
     ),
     "api:fabric:switch-actions-ecn-counters": Route(
-        (post(lambda w: f"/api/fabric/switches/{w.switch.pk}/ecn-counters/", API_WRITE_OPERATORS),)
+        (
+            post(
+                lambda w: f"/api/fabric/switches/{w.switch.pk}/ecn-counters/",
+                api("act_on_switch", 400),
+            ),
+        )
     ),
     # --- faults (issue 5): cluster-wide roles read, responders act, tenant admins see nothing --
-    "faults:board": Route((get("/faults/", PAGE_CLUSTER),)),
-    "faults:ticket-list": Route((get("/faults/tickets/", PAGE_CLUSTER),)),
-    "faults:statistics": Route((get("/faults/statistics/", PAGE_CLUSTER),)),
-    "faults:ticket": Route((get(lambda w: f"/faults/{w.ticket.pk}/", PAGE_CLUSTER),)),
+    "faults:board": Route((get("/faults/", page("read_faults")),)),
+    "faults:ticket-list": Route((get("/faults/tickets/", page("read_faults")),)),
+    "faults:statistics": Route((get("/faults/statistics/", page("read_faults")),)),
+    "faults:ticket": Route((get(lambda w: f"/faults/{w.ticket.pk}/", page("read_faults")),)),
     "faults:report": Route(
         (
-            get("/faults/report/", statuses(200, 200, 200, 403, 403, 302)),
-            post("/faults/report/", statuses(400, 400, 400, 403, 403, 302)),
+            get("/faults/report/", page("respond_to_faults")),
+            post("/faults/report/", page("respond_to_faults", 400)),
         )
     ),
     "faults:acknowledge": Route(
         (
             post(
                 lambda w: f"/faults/{w.ticket.pk}/acknowledge/",
-                statuses(302, 302, 302, 403, 403, 302),
+                page("respond_to_faults", 302),
             ),
         )
     ),
@@ -259,84 +293,107 @@ MATRIX: dict[str, Route] = {
         (
             post(
                 lambda w: f"/faults/{w.ticket.pk}/transition/",
-                statuses(400, 400, 400, 403, 403, 302),
+                page("respond_to_faults", 400),
             ),
         )
     ),
     "faults:note": Route(
-        (post(lambda w: f"/faults/{w.ticket.pk}/notes/", statuses(400, 400, 400, 403, 403, 302)),)
+        (post(lambda w: f"/faults/{w.ticket.pk}/notes/", page("respond_to_faults", 400)),)
     ),
     "faults:reopen": Route(
-        (post(lambda w: f"/faults/{w.ticket.pk}/reopen/", statuses(400, 400, 400, 403, 403, 302)),)
+        (post(lambda w: f"/faults/{w.ticket.pk}/reopen/", page("respond_to_faults", 400)),)
     ),
     "faults:recovery": Route(
-        (post(lambda w: f"/faults/{w.ticket.pk}/recovery/", statuses(400, 400, 400, 403, 403, 302),
-              note="an empty step: the ticket page again with the refusal (400)"),)
+        (
+            post(
+                lambda w: f"/faults/{w.ticket.pk}/recovery/",
+                page("respond_to_faults", 400),
+                note="an empty step: the ticket page again with the refusal (400)",
+            ),
+        )
     ),
-    "api:faults:api-root": Route((get("/api/faults/", API_READ_CLUSTER),)),
+    "api:faults:api-root": Route((get("/api/faults/", api("read_faults")),)),
     "api:faults:ticket-list": Route(
         (
-            get("/api/faults/tickets/", API_READ_CLUSTER),
-            post("/api/faults/tickets/", API_WRITE_RESPONDERS, note="a user report"),
+            get("/api/faults/tickets/", api("read_faults")),
+            post("/api/faults/tickets/", api("respond_to_faults", 400), note="a user report"),
         )
     ),
     "api:faults:ticket-detail": Route(
-        (get(lambda w: f"/api/faults/tickets/{w.ticket.pk}/", API_READ_CLUSTER),)
+        (get(lambda w: f"/api/faults/tickets/{w.ticket.pk}/", api("read_faults")),)
     ),
     "api:faults:ticket-history": Route(
-        (get(lambda w: f"/api/faults/tickets/{w.ticket.pk}/history/", API_READ_CLUSTER),)
+        (get(lambda w: f"/api/faults/tickets/{w.ticket.pk}/history/", api("read_faults")),)
     ),
     "api:faults:ticket-acknowledge": Route(
         (
             post(
                 lambda w: f"/api/faults/tickets/{w.ticket.pk}/acknowledge/",
-                statuses(200, 200, 200, 403, 403, 401),
+                api("respond_to_faults"),
             ),
         )
     ),
     "api:faults:ticket-transition": Route(
-        (post(lambda w: f"/api/faults/tickets/{w.ticket.pk}/transition/", API_WRITE_RESPONDERS),)
+        (
+            post(
+                lambda w: f"/api/faults/tickets/{w.ticket.pk}/transition/",
+                api("respond_to_faults", 400),
+            ),
+        )
     ),
     "api:faults:ticket-notes": Route(
-        (post(lambda w: f"/api/faults/tickets/{w.ticket.pk}/notes/", API_WRITE_RESPONDERS),)
+        (
+            post(
+                lambda w: f"/api/faults/tickets/{w.ticket.pk}/notes/", api("respond_to_faults", 400)
+            ),
+        )
     ),
     "api:faults:ticket-reopen": Route(
         (
             post(
                 lambda w: f"/api/faults/tickets/{w.ticket.pk}/reopen/",
-                statuses(409, 409, 409, 403, 403, 401),
+                api("respond_to_faults", 409),
                 note="an open ticket cannot be reopened",
             ),
         )
     ),
     "api:faults:ticket-recovery": Route(
-        (post(lambda w: f"/api/faults/tickets/{w.ticket.pk}/recovery/", API_WRITE_RESPONDERS),)
-    ),
-    "api:faults:intakerecord-list": Route((get("/api/faults/intake/", API_READ_CLUSTER),)),
-    "api:faults:intakerecord-detail": Route(
-        (get(lambda w: f"/api/faults/intake/{w.intake.pk}/", API_READ_CLUSTER),)
-    ),
-    "api:faults:platform-events": Route((post("/api/faults/events/", API_WRITE_RESPONDERS),)),
-    "api:faults:alertmanager": Route((post("/api/faults/alertmanager/", API_WRITE_RESPONDERS),)),
-    "api:faults:statistics": Route((get("/api/faults/statistics/", API_READ_CLUSTER),)),
-    # --- jobs (issue 4): tenant-private, so viewers see none; responders drain and resume -----
-    "jobs:job-list": Route((get("/jobs/", statuses(200, 200, 200, 403, 200, 302)),)),
-    "jobs:job-detail": Route(
         (
-            get(lambda w: f"/jobs/{w.own_job.job_id}/", statuses(200, 200, 200, 403, 200, 302)),
-            get(lambda w: f"/jobs/{w.other_job.job_id}/", statuses(200, 200, 200, 403, 404, 302)),
+            post(
+                lambda w: f"/api/faults/tickets/{w.ticket.pk}/recovery/",
+                api("respond_to_faults", 400),
+            ),
         )
     ),
-    "jobs:analytics": Route((get("/jobs/analytics/", statuses(200, 200, 200, 403, 200, 302)),)),
-    "jobs:node-panel": Route((get(lambda w: f"/jobs/nodes/{w.node.hostname}/slurm/", PAGE_ALL),)),
-    "jobs:bulk-drain": Route(
-        (get("/jobs/nodes/bulk-drain/", statuses(200, 200, 200, 403, 403, 302)),)
+    "api:faults:intakerecord-list": Route((get("/api/faults/intake/", api("read_faults")),)),
+    "api:faults:intakerecord-detail": Route(
+        (get(lambda w: f"/api/faults/intake/{w.intake.pk}/", api("read_faults")),)
     ),
+    "api:faults:platform-events": Route(
+        (post("/api/faults/events/", api("respond_to_faults", 400)),)
+    ),
+    "api:faults:alertmanager": Route(
+        (post("/api/faults/alertmanager/", api("respond_to_faults", 400)),)
+    ),
+    "api:faults:statistics": Route((get("/api/faults/statistics/", api("read_faults")),)),
+    # --- jobs (issue 4): tenant-private, so viewers see none; responders drain and resume -----
+    "jobs:job-list": Route((get("/jobs/", page("read_jobs")),)),
+    "jobs:job-detail": Route(
+        (
+            get(lambda w: f"/jobs/{w.own_job.job_id}/", page("read_jobs")),
+            get(lambda w: f"/jobs/{w.other_job.job_id}/", page("read_jobs", tenant_admin=404)),
+        )
+    ),
+    "jobs:analytics": Route((get("/jobs/analytics/", page("read_jobs")),)),
+    "jobs:node-panel": Route(
+        (get(lambda w: f"/jobs/nodes/{w.node.hostname}/slurm/", page("read_inventory")),)
+    ),
+    "jobs:bulk-drain": Route((get("/jobs/nodes/bulk-drain/", page("drain")),)),
     "jobs:node-drain": Route(
         (
             post(
                 "/jobs/nodes/drain/",
-                statuses(302, 302, 302, 403, 403, 302),
+                page("drain", 302),
                 note="errors come back as a message",
             ),
         )
@@ -345,7 +402,7 @@ MATRIX: dict[str, Route] = {
         (
             post(
                 "/jobs/nodes/resume/",
-                statuses(302, 302, 302, 403, 403, 302),
+                page("resume", 302),
                 note="errors come back as a message",
             ),
         )
@@ -353,38 +410,40 @@ MATRIX: dict[str, Route] = {
     # --- console (issue 15): impact of taking something out, scoped to what each role sees ---
     "api:console:impact": Route(
         (
-            get(lambda w: f"/api/impact/?target=node:{w.node.hostname}", API_READ_ALL,
-                note="the tenant admin's own node"),
-            get(lambda w: f"/api/impact/?target=node:{w.other_node.hostname}",
-                statuses(200, 200, 200, 200, 400, 401),
-                note="another tenant's node is not the tenant admin's to name"),
+            get(
+                lambda w: f"/api/impact/?target=node:{w.node.hostname}",
+                api("use_portal"),
+                note="the tenant admin's own node",
+            ),
+            get(
+                lambda w: f"/api/impact/?target=node:{w.other_node.hostname}",
+                api("use_portal", tenant_admin=400),
+                note="another tenant's node is not the tenant admin's to name",
+            ),
         )
     ),
-    "api:jobs:job-list": Route((get("/api/jobs/jobs/", statuses(200, 200, 200, 403, 200, 401)),)),
+    "api:jobs:job-list": Route((get("/api/jobs/jobs/", api("read_jobs")),)),
     "api:jobs:job-detail": Route(
         (
             get(
                 lambda w: f"/api/jobs/jobs/{w.own_job.job_id}/",
-                statuses(200, 200, 200, 403, 200, 401),
+                api("read_jobs"),
             ),
             get(
                 lambda w: f"/api/jobs/jobs/{w.other_job.job_id}/",
-                statuses(200, 200, 200, 403, 404, 401),
+                api("read_jobs", tenant_admin=404),
             ),
         )
     ),
-    "api:jobs:analytics": Route(
-        (get("/api/jobs/analytics/", statuses(200, 200, 200, 403, 200, 401)),)
-    ),
-    "api:jobs:node-drain": Route((post("/api/jobs/nodes/drain", API_WRITE_RESPONDERS),)),
-    "api:jobs:node-resume": Route((post("/api/jobs/nodes/resume", API_WRITE_RESPONDERS),)),
+    "api:jobs:analytics": Route((get("/api/jobs/analytics/", api("read_jobs")),)),
+    "api:jobs:node-drain": Route((post("/api/jobs/nodes/drain", api("drain", 400)),)),
+    "api:jobs:node-resume": Route((post("/api/jobs/nodes/resume", api("resume", 400)),)),
 }
 
 
 # --- inventory API (issue 3): everybody reads what the selectors let them see; operators write.
 # Tenant admins see the nodes of their allocations (and those nodes' GPUs, NICs, cables) and
 # nothing else; fabric objects (switches, ports, pods, racks) are not theirs to read.
-API_OWN_ONLY = statuses(200, 200, 200, 200, 404, 401)
 
 
 def _inventory_rows() -> dict[str, Route]:
@@ -406,51 +465,67 @@ def _inventory_rows() -> dict[str, Route]:
         base = f"/api/inventory/{part}/"
         rows[f"api:inventory:{basename}-list"] = Route(
             (
-                get(base, API_READ_ALL),
-                post(base, API_WRITE_OPERATORS),
+                get(base, api("read_inventory")),
+                post(base, api("write_inventory", 400)),
             )
         )
         detail = []
         if visible:
-            detail.append(get(lambda w, a=visible, b=base: f"{b}{getattr(w, a).pk}/", API_READ_ALL))
+            detail.append(
+                get(lambda w, a=visible, b=base: f"{b}{getattr(w, a).pk}/", api("read_inventory"))
+            )
         if hidden:
-            detail.append(get(lambda w, a=hidden, b=base: f"{b}{getattr(w, a).pk}/", API_OWN_ONLY))
+            detail.append(
+                get(
+                    lambda w, a=hidden, b=base: f"{b}{getattr(w, a).pk}/",
+                    api("read_inventory", tenant_admin=404),
+                )
+            )
         attribute = visible or hidden or "allocation"
         detail.append(
             Probe(
                 "PATCH",
                 lambda w, a=attribute, b=base: f"{b}{getattr(w, a).pk}/",
-                statuses(200, 200, 403, 403, 403, 401),
+                api("write_inventory"),
                 body={},
                 note="an empty PATCH changes nothing but passes the permission check",
             )
         )
         rows[f"api:inventory:{basename}-detail"] = Route(tuple(detail))
-        rows[f"api:inventory:{basename}-bulk"] = Route((post(f"{base}bulk/", API_WRITE_OPERATORS),))
+        rows[f"api:inventory:{basename}-bulk"] = Route(
+            (post(f"{base}bulk/", api("write_inventory", 400)),)
+        )
     rows["api:inventory:allocation-detail"] = Route(
         (
             get(
                 lambda w: f"/api/inventory/allocations/{w.allocation.pk}/",
-                statuses(200, 200, 200, 404, 200, 401),
+                api("read_tenant_data", denied=404, tenant_admin=200),
                 note="tenant-private: viewers see none",
             ),
             *rows["api:inventory:allocation-detail"].probes,
         )
     )
-    rows["api:inventory:api-root"] = Route((get("/api/inventory/", API_READ_CLUSTER),))
+    rows["api:inventory:api-root"] = Route((get("/api/inventory/", api("read_cluster")),))
     rows["api:inventory:nic-trace"] = Route(
-        (get(lambda w: f"/api/inventory/nics/{w.own_nic.pk}/trace/", API_READ_CLUSTER),)
+        (get(lambda w: f"/api/inventory/nics/{w.own_nic.pk}/trace/", api("read_fabric")),)
     )
     rows["api:inventory:port-trace"] = Route(
-        (get(lambda w: f"/api/inventory/ports/{w.port.pk}/trace/", API_READ_CLUSTER),)
+        (get(lambda w: f"/api/inventory/ports/{w.port.pk}/trace/", api("read_fabric")),)
     )
     rows["api:inventory:switch-nodes-behind"] = Route(
-        (get(lambda w: f"/api/inventory/switches/{w.switch.pk}/nodes-behind/", API_OWN_ONLY),)
+        (
+            get(
+                lambda w: f"/api/inventory/switches/{w.switch.pk}/nodes-behind/",
+                api("read_inventory", tenant_admin=404),
+            ),
+        )
     )
     rows["api:inventory:topology-import"] = Route(
-        (post("/api/inventory/topology/import", statuses(400, 400, 403, 403, 403, 401)),)
+        (post("/api/inventory/topology/import", api("write_inventory", 400)),)
     )
-    rows["api:inventory:validation"] = Route((get("/api/inventory/validation", API_READ_CLUSTER),))
+    rows["api:inventory:validation"] = Route(
+        (get("/api/inventory/validation", api("read_fabric")),)
+    )
     return rows
 
 
@@ -458,15 +533,17 @@ MATRIX.update(_inventory_rows())
 
 MATRIX.update(
     {
-        "inventory:node-list": Route((get("/inventory/", PAGE_ALL),)),
-        "inventory:cable-list": Route((get("/inventory/cables/", PAGE_ALL),)),
-        "inventory:hardware-search": Route((get("/inventory/search/?q=matrix", PAGE_ALL),)),
+        "inventory:node-list": Route((get("/inventory/", page("read_inventory")),)),
+        "inventory:cable-list": Route((get("/inventory/cables/", page("read_inventory")),)),
+        "inventory:hardware-search": Route(
+            (get("/inventory/search/?q=matrix", page("read_inventory")),)
+        ),
         "inventory:node-detail": Route(
             (
-                get(lambda w: f"/inventory/nodes/{w.node.hostname}/", PAGE_ALL),
+                get(lambda w: f"/inventory/nodes/{w.node.hostname}/", page("read_inventory")),
                 get(
                     lambda w: f"/inventory/nodes/{w.other_node.hostname}/",
-                    statuses(200, 200, 200, 200, 404, 302),
+                    page("read_inventory", tenant_admin=404),
                 ),
             )
         ),
@@ -474,69 +551,74 @@ MATRIX.update(
             (
                 get(
                     lambda w: f"/inventory/nodes/{w.node.hostname}/nics/{w.own_nic.device}/trace/",
-                    PAGE_CLUSTER,
+                    page("read_cluster"),
                 ),
             )
         ),
-        "inventory:switch-list": Route((get("/inventory/switches/", PAGE_CLUSTER),)),
+        "inventory:switch-list": Route((get("/inventory/switches/", page("read_cluster")),)),
         "inventory:switch-detail": Route(
-            (get(lambda w: f"/inventory/switches/{w.switch.hostname}/", PAGE_CLUSTER),)
+            (get(lambda w: f"/inventory/switches/{w.switch.hostname}/", page("read_cluster")),)
         ),
-        "inventory:topology": Route((get("/inventory/topology/", PAGE_CLUSTER),)),
-        "inventory:validation": Route((get("/inventory/validation/", PAGE_CLUSTER),)),
+        "inventory:topology": Route((get("/inventory/topology/", page("read_cluster")),)),
+        "inventory:validation": Route((get("/inventory/validation/", page("read_cluster")),)),
     }
 )
 
 # --- fabric monitoring (issue 6): cluster-wide roles read; the fabric is no tenant's data ------
 MATRIX.update(
     {
-        "fabric:switch-list": Route((get("/fabric/", PAGE_CLUSTER),)),
-        "fabric:fabric-live": Route((get("/fabric/live/", PAGE_CLUSTER),)),
+        "fabric:switch-list": Route((get("/fabric/", page("read_fabric")),)),
+        "fabric:fabric-live": Route((get("/fabric/live/", page("read_fabric")),)),
         "fabric:switch-detail": Route(
-            (get(lambda w: f"/fabric/switches/{w.switch.hostname}/", PAGE_CLUSTER),)
+            (get(lambda w: f"/fabric/switches/{w.switch.hostname}/", page("read_fabric")),)
         ),
         "fabric:switch-nodes": Route(
-            (get(lambda w: f"/fabric/switches/{w.switch.hostname}/nodes/", PAGE_CLUSTER),)
+            (get(lambda w: f"/fabric/switches/{w.switch.hostname}/nodes/", page("read_fabric")),)
         ),
         "fabric:switch-ports": Route(
-            (get(lambda w: f"/fabric/switches/{w.switch.hostname}/ports/", PAGE_CLUSTER),)
+            (get(lambda w: f"/fabric/switches/{w.switch.hostname}/ports/", page("read_fabric")),)
         ),
-        "fabric:lldp": Route((get("/fabric/lldp/", PAGE_CLUSTER),)),
-        "fabric:rail-health": Route((get("/fabric/rail-health/", PAGE_CLUSTER),)),
-        "api:fabric:switch-list": Route((get("/api/fabric/switches/", API_READ_CLUSTER),)),
+        "fabric:lldp": Route((get("/fabric/lldp/", page("read_fabric")),)),
+        "fabric:rail-health": Route((get("/fabric/rail-health/", page("read_fabric")),)),
+        "api:fabric:switch-list": Route((get("/api/fabric/switches/", api("read_fabric")),)),
         "api:fabric:switch-detail": Route(
-            (get(lambda w: f"/api/fabric/switches/{w.switch.hostname}/", API_READ_CLUSTER),)
+            (get(lambda w: f"/api/fabric/switches/{w.switch.hostname}/", api("read_fabric")),)
         ),
         "api:fabric:switch-ports": Route(
-            (get(lambda w: f"/api/fabric/switches/{w.switch.hostname}/ports/", API_READ_CLUSTER),)
+            (get(lambda w: f"/api/fabric/switches/{w.switch.hostname}/ports/", api("read_fabric")),)
         ),
-        "api:fabric:port-list": Route((get("/api/fabric/ports/", API_READ_CLUSTER),)),
+        "api:fabric:port-list": Route((get("/api/fabric/ports/", api("read_fabric")),)),
         "api:fabric:port-detail": Route(
-            (get(lambda w: f"/api/fabric/ports/{w.port.pk}/", API_READ_CLUSTER),)
+            (get(lambda w: f"/api/fabric/ports/{w.port.pk}/", api("read_fabric")),)
         ),
         "api:fabric:port-history": Route(
-            (get(lambda w: f"/api/fabric/ports/{w.port.pk}/history/", API_READ_CLUSTER),)
+            (get(lambda w: f"/api/fabric/ports/{w.port.pk}/history/", api("read_fabric")),)
         ),
         "api:fabric:lldp-finding-list": Route(
-            (get("/api/fabric/lldp/findings/", API_READ_CLUSTER),)
+            (get("/api/fabric/lldp/findings/", api("read_fabric")),)
         ),
         "api:fabric:lldp-finding-detail": Route(
             (
                 get(
                     "/api/fabric/lldp/findings/999999/",
-                    statuses(404, 404, 404, 404, 403, 401),
+                    api("read_fabric", 404),
                     note="no finding in the probe world: readers get 404, tenant admins 403 first",
                 ),
             )
         ),
         "api:fabric:switch-aggregates": Route(
-            (get("/api/fabric/aggregates/switches/", API_READ_CLUSTER),)
+            (get("/api/fabric/aggregates/switches/", api("read_fabric")),)
         ),
         "api:fabric:rail-aggregates": Route(
-            (get("/api/fabric/aggregates/rails/", API_READ_CLUSTER),)
+            (get("/api/fabric/aggregates/rails/", api("read_fabric")),)
         ),
         "api:fabric:rail-health": Route(
-            (get(lambda w: f"/api/fabric/rail-health/?nodes={w.node.hostname}", API_READ_CLUSTER),)
+            (
+                get(
+                    lambda w: f"/api/fabric/rail-health/?nodes={w.node.hostname}",
+                    api("read_fabric"),
+                ),
+            )
         ),
     }
 )
@@ -545,24 +627,20 @@ MATRIX.update(
 # --- telemetry (issue 16): job readers; tenant admins only their own jobs; operators' idle view -
 MATRIX.update(
     {
-        "telemetry:idle-gpus": Route(
-            (get("/telemetry/idle-gpus/", statuses(200, 200, 200, 403, 403, 302)),)
-        ),
+        "telemetry:idle-gpus": Route((get("/telemetry/idle-gpus/", page("read_tenant_data")),)),
         "api:telemetry:observation3": Route(
-            (get("/api/telemetry/observation3/", statuses(200, 200, 200, 403, 200, 401)),)
+            (get("/api/telemetry/observation3/", api("read_jobs")),)
         ),
-        "api:telemetry:idle-gpus": Route(
-            (get("/api/telemetry/idle-gpus/", statuses(200, 200, 200, 403, 200, 401)),)
-        ),
+        "api:telemetry:idle-gpus": Route((get("/api/telemetry/idle-gpus/", api("read_jobs")),)),
         "api:telemetry:job-utilisation": Route(
             (
                 get(
                     lambda w: f"/api/telemetry/jobs/{w.own_job.job_id}/utilisation/",
-                    statuses(200, 200, 200, 403, 200, 401),
+                    api("read_jobs"),
                 ),
                 get(
                     lambda w: f"/api/telemetry/jobs/{w.other_job.job_id}/utilisation/",
-                    statuses(200, 200, 200, 403, 404, 401),
+                    api("read_jobs", tenant_admin=404),
                 ),
             )
         ),
@@ -577,17 +655,17 @@ MATRIX.update(
             (
                 get(
                     lambda w: f"/search/?q={w.node.hostname}",
-                    statuses(302, 302, 302, 302, 302, 302),
+                    page("use_portal", 302),
                     note="an exact hostname redirects to the node's page",
                 ),
-                get("/search/?q=matrix&list=1", PAGE_ALL),
-                get("/search/?q=x", statuses(400, 400, 400, 400, 400, 302)),
+                get("/search/?q=matrix&list=1", page("use_portal")),
+                get("/search/?q=x", page("use_portal", 400)),
             )
         ),
         "api:console:search": Route(
             (
-                get(lambda w: f"/api/search/?q={w.node.hostname}", API_READ_ALL),
-                get("/api/search/?q=x", statuses(400, 400, 400, 400, 400, 401)),
+                get(lambda w: f"/api/search/?q={w.node.hostname}", api("use_portal")),
+                get("/api/search/?q=x", api("use_portal", 400)),
             )
         ),
     }

@@ -9,7 +9,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from console.search import search
-from portal.permissions import ALL_ROLES
 
 
 class SearchHitSerializer(serializers.Serializer):
@@ -33,7 +32,7 @@ class SearchView(APIView):
     serial, MAC, GPU UUID, switch, switch:port or management IP. Scoped by role like every
     list: a tenant admin finds only their allocations' nodes and their jobs."""
 
-    read_roles = ALL_ROLES
+    read_capability = "use_portal"
 
     @extend_schema(
         summary="Search every kind of object the portal shows",

@@ -8,7 +8,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from console.impact import EXAMPLES, KINDS, impact_of
-from portal.permissions import ALL_ROLES
 
 
 class ImpactJobSerializer(serializers.Serializer):
@@ -87,7 +86,7 @@ class ImpactSerializer(serializers.Serializer):
 class ImpactView(APIView):
     """Every role reads; the answer is scoped to what the role may see (console/README.md)."""
 
-    read_roles = ALL_ROLES
+    read_capability = "use_portal"
 
     @extend_schema(
         summary="What taking a node, GPU, NIC, port, switch, cable or hostlist out hits",

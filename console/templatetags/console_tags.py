@@ -6,6 +6,7 @@ from django import template
 
 from console.impact import impact_of
 from portal.errors import InvalidInput
+from portal.roles import may
 
 register = template.Library()
 
@@ -29,9 +30,8 @@ def _drain_hostlist(user, impact) -> str:
     page, where the user may drain and the card is not already on that page (a hostlist). The
     story of a leaf's maintenance goes from "who this hits" to draining them."""
     from inventory.hostlist import compress_hostlist
-    from jobs.templatetags.jobs_tags import NODE_ACTORS
 
-    if impact.kind == "hostlist" or getattr(user, "role", None) not in NODE_ACTORS:
+    if impact.kind == "hostlist" or not may(user, "drain"):
         return ""
     serving = [row["hostname"] for row in impact.nodes
                if row.get("slurm_state") not in ("drained", "draining", "down")]

@@ -16,8 +16,7 @@ from inventory.selectors import switch_list
 from portal.api.serializers import ActionSerializer
 from portal.api.views import action_accepted
 from portal.api.viewsets import SelectorQuerysetMixin
-from portal.models.accounts import CLUSTER_WIDE_ROLES
-from portal.permissions import WRITE_ROLES
+from portal.roles import may
 
 ACCEPTED = {
     202: ActionSerializer,
@@ -41,8 +40,8 @@ class SwitchActionViewSet(SelectorQuerysetMixin, viewsets.GenericViewSet):
 
     queryset = Switch.objects.none()
     serializer_class = ActionSerializer
-    read_roles = CLUSTER_WIDE_ROLES
-    write_roles = WRITE_ROLES
+    read_capability = "read_fabric"
+    write_capability = "act_on_switch"
     filter_backends: list = []
     pagination_class = None
 
@@ -141,12 +140,12 @@ class PodActionViewSet(SelectorQuerysetMixin, viewsets.GenericViewSet):
 
     queryset = Pod.objects.none()
     serializer_class = ActionSerializer
-    write_roles = WRITE_ROLES
+    write_capability = "act_on_switch"
     filter_backends: list = []
     pagination_class = None
 
     def restrict_queryset(self, user):
-        return Pod.objects.all() if user.role in CLUSTER_WIDE_ROLES else Pod.objects.none()
+        return Pod.objects.all() if may(user, "read_fabric") else Pod.objects.none()
 
     @extend_schema(summary="Apply a RoCE QoS profile (default: paper Table 15) to every switch "
                            "of a pod, in one Action",

@@ -197,6 +197,7 @@ class RailHealthSerializer(serializers.Serializer):
     retrieve=extend_schema(summary="One switch with its latest poll state and load"),
 )
 class MonitoredSwitchViewSet(SelectorQuerysetMixin, viewsets.ReadOnlyModelViewSet):
+    read_capability = "read_fabric"
     queryset = Switch.objects.none()
     serializer_class = MonitoredSwitchSerializer
     lookup_field = "hostname"
@@ -227,6 +228,7 @@ HISTORY_HOURS = OpenApiParameter("hours", OpenApiTypes.FLOAT, description="How f
     retrieve=extend_schema(summary="One interface with latest counters and rates"),
 )
 class MonitoredPortViewSet(SelectorQuerysetMixin, viewsets.ReadOnlyModelViewSet):
+    read_capability = "read_fabric"
     queryset = SwitchPort.objects.none()
     serializer_class = MonitoredPortSerializer
     filter_backends: list = []
@@ -257,6 +259,8 @@ class MonitoredPortViewSet(SelectorQuerysetMixin, viewsets.ReadOnlyModelViewSet)
 
 
 class SwitchAggregateView(APIView):
+    read_capability = "read_fabric"
+
     @extend_schema(summary="Per-switch throughput, PFC pause and ECN-marked rates, split into "
                            "host-facing and uplink ports",
                    parameters=[OpenApiParameter("role", OpenApiTypes.STR)],
@@ -271,6 +275,8 @@ class SwitchAggregateView(APIView):
 
 
 class RailAggregateView(APIView):
+    read_capability = "read_fabric"
+
     @extend_schema(summary="Per-rail throughput, PFC pause and ECN-marked rates (all leaf ports "
                            "of rail r, every pod)",
                    responses=RailAggregateSerializer(many=True))
@@ -289,6 +295,7 @@ class RailAggregateView(APIView):
                        ]),
 )
 class LldpFindingViewSet(SelectorQuerysetMixin, viewsets.ReadOnlyModelViewSet):
+    read_capability = "read_fabric"
     queryset = LldpFinding.objects.none()
     serializer_class = LldpFindingSerializer
     filter_backends: list = []
@@ -304,6 +311,8 @@ class LldpFindingViewSet(SelectorQuerysetMixin, viewsets.ReadOnlyModelViewSet):
 
 
 class RailHealthView(APIView):
+    read_capability = "read_fabric"
+
     @extend_schema(
         summary="Per-rail throughput of a set of nodes and the rail-imbalance verdict",
         parameters=[OpenApiParameter("nodes", OpenApiTypes.STR, required=True,

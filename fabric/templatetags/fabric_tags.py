@@ -5,7 +5,7 @@ from django import template
 from fabric.port_state import PORT_CONDITIONS, heat_cell_condition
 from fabric.port_state import port_condition as _port_condition
 from fabric.rail_health import rail_throughput_for_nodes
-from portal.models.accounts import CLUSTER_WIDE_ROLES
+from portal.roles import may
 
 register = template.Library()
 
@@ -26,7 +26,7 @@ def _number(value) -> float | None:
 def job_rail_throughput(context, job) -> list:
     """Observation 7 for a running job: per-rail throughput from the leaf ports its rail NICs
     reach. The fabric is cluster data: tenant admins see their job, not the switches."""
-    if job.state != "RUNNING" or context["request"].user.role not in CLUSTER_WIDE_ROLES:
+    if job.state != "RUNNING" or not may(context["request"].user, "read_fabric"):
         return []
     return rail_throughput_for_nodes(list(job.nodes.all()))
 

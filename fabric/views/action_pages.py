@@ -18,17 +18,15 @@ from inventory.cable_trace import nodes_behind_switch
 from inventory.models import Pod, Switch
 from inventory.selectors import switch_list
 from portal.errors import InvalidInput
-from portal.models import Action, Role
+from portal.models import Action
 from portal.views import RoleRequiredMixin
-
-SWITCH_ACTORS = frozenset({Role.ADMIN, Role.OPERATOR})
 
 
 class ConfirmActionView(RoleRequiredMixin, TemplateView):
     """GET: the preview and the form. POST: queue the Action, or show the errors again."""
 
     template_name = "fabric/actions/confirm.html"
-    allowed_roles = SWITCH_ACTORS
+    capability = "act_on_switch"
     heading = ""
     explanation = ""
     button = "Confirm"

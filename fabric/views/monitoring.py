@@ -11,11 +11,11 @@ from fabric import selectors
 from fabric.models import LldpFinding
 from fabric.overview import ROLE_FILTERS, STATES, clean_overview_filters, fabric_overview
 from fabric.rail_health import detect_rail_imbalance, rail_throughput_for_nodes
-from fabric.views.action_pages import SWITCH_ACTORS
 from inventory.cable_trace import nodes_behind_switch
 from inventory.selectors import nodes_from_hostlist
 from portal.errors import InvalidInput, NotFound
 from portal.ordering import Ordering, SortableListMixin
+from portal.roles import may
 from portal.views import RoleRequiredMixin
 
 # At most this many switches get their port cells on the overview (8 leafs of a pod, the 8
@@ -27,6 +27,7 @@ class FabricLiveView(RoleRequiredMixin, TemplateView):
     """The fabric overview: pods, spines and switches summed, problems first, filtered by pod,
     role and state; open pages follow the polls through "fabric.overview" deltas."""
 
+    capability = "read_fabric"
     template_name = "fabric/switch_list.html"
 
     def get(self, request, *args, **kwargs):
@@ -65,6 +66,7 @@ class SwitchPortsView(RoleRequiredMixin, TemplateView):
     """One switch's port cells, as a fragment the overview re-reads when a poll changed the
     switch and the poll's event was too large to carry every port."""
 
+    capability = "read_fabric"
     template_name = "fabric/_heat_switch.html"
 
     def get_context_data(self, **kwargs):
@@ -78,6 +80,7 @@ class SwitchPortsView(RoleRequiredMixin, TemplateView):
 
 
 class SwitchDetailView(RoleRequiredMixin, TemplateView):
+    capability = "read_fabric"
     template_name = "fabric/switch_detail.html"
 
     def get_context_data(self, **kwargs):
@@ -92,7 +95,7 @@ class SwitchDetailView(RoleRequiredMixin, TemplateView):
             poll=getattr(switch, "poll_state", None),
             ports=selectors.monitored_ports(user=user, switch=switch),
             nodes_behind=nodes_behind_switch(switch),
-            may_act=user.role in SWITCH_ACTORS,
+            may_act=may(user, "act_on_switch"),
         )
         return context
 
@@ -100,6 +103,7 @@ class SwitchDetailView(RoleRequiredMixin, TemplateView):
 class SwitchNodesView(RoleRequiredMixin, TemplateView):
     """The nodes behind one switch, as an htmx fragment for the fabric page."""
 
+    capability = "read_fabric"
     template_name = "fabric/_nodes_behind.html"
 
     def get_context_data(self, **kwargs):
@@ -114,6 +118,7 @@ class SwitchNodesView(RoleRequiredMixin, TemplateView):
 
 
 class LldpView(SortableListMixin, RoleRequiredMixin, TemplateView):
+    capability = "read_fabric"
     template_name = "fabric/lldp.html"
     sort_columns = Ordering(
         {"kind": ("kind", "key"), "what": ("summary",), "first_seen": ("first_seen_at",),
@@ -133,6 +138,7 @@ class LldpView(SortableListMixin, RoleRequiredMixin, TemplateView):
 
 
 class RailHealthView(RoleRequiredMixin, TemplateView):
+    capability = "read_fabric"
     template_name = "fabric/rail_health.html"
 
     def get_context_data(self, **kwargs):

@@ -15,7 +15,6 @@ from faults import selectors, statistics
 from faults.api import serializers as fault_serializers
 from faults.models import FaultTicket, IntakeRecord
 from faults.parsing import reported_gpu
-from faults.selectors import FAULT_ACTORS, FAULT_READERS
 from faults.services import intake, tickets
 from faults.services.recovery import recovery_steps, request_recovery
 from inventory.models import Node, Switch
@@ -23,6 +22,7 @@ from portal.api.serializers import ActionSerializer
 from portal.api.views import action_accepted
 from portal.api.viewsets import SelectorQuerysetMixin
 from portal.errors import InvalidInput
+from portal.roles import may
 from portal.timeparse import parse_datetime_utc
 
 TICKET_FILTERS = ("status", "category", "severity", "source", "pod", "node", "component", "q")
@@ -31,8 +31,8 @@ TICKET_FILTERS = ("status", "category", "severity", "source", "pod", "node", "co
 class FaultPermissions:
     """Cluster-wide roles read; admins, operators and on-call act; tenant admins get nothing."""
 
-    read_roles = FAULT_READERS
-    write_roles = FAULT_ACTORS
+    read_capability = "read_faults"
+    write_capability = "respond_to_faults"
 
 
 def _raw_body(request) -> str:
@@ -154,7 +154,7 @@ class TicketViewSet(
         ticket = self.get_object()
         step = body.validated_data["step"]
         offered = {option.step: option for option in recovery_steps(ticket)}
-        if step in offered and request.user.role not in offered[step].roles:
+        if step in offered and not may(request.user, offered[step].capability):
             raise PermissionDenied(f"Your role may not {offered[step].label.lower()}.")
         with transaction.atomic():
             action = request_recovery(ticket=ticket, step=step, actor=request.user)

@@ -20,10 +20,9 @@ from inventory.hostlist import compress_hostlist
 from inventory.models import Node
 from jobs.services import request_drain, request_resume
 from portal.errors import Conflict, InvalidInput
-from portal.models import Action, Role
+from portal.models import Action
+from portal.roles import may
 
-RESPONDERS = frozenset({Role.ADMIN, Role.OPERATOR, Role.ONCALL})
-SWITCH_ACTORS = frozenset({Role.ADMIN, Role.OPERATOR})
 DRAINED_STATES = frozenset({"drained", "draining"})
 RECOVERY_STEP_NAMES = ("drain", "resume", "shut_port", "start_port")
 
@@ -32,7 +31,7 @@ RECOVERY_STEP_NAMES = ("drain", "resume", "shut_port", "start_port")
 class RecoveryStep:
     step: str
     label: str
-    roles: frozenset
+    capability: str  # portal/roles.py: who may take the step
 
 
 def _impact_nodes(ticket: FaultTicket) -> list[Node]:
@@ -50,25 +49,25 @@ def recovery_steps(ticket: FaultTicket, *, user=None) -> list[RecoveryStep]:
     node = ticket.node
     if node is not None:
         if node.slurm_state in DRAINED_STATES or node.slurm_state == "down":
-            steps.append(RecoveryStep("resume", f"Resume {node.hostname}", RESPONDERS))
+            steps.append(RecoveryStep("resume", f"Resume {node.hostname}", "resume"))
         else:
-            steps.append(RecoveryStep("drain", f"Drain {node.hostname}", RESPONDERS))
+            steps.append(RecoveryStep("drain", f"Drain {node.hostname}", "drain"))
     elif ticket.switch_id and ticket.port_id is None:
         drained = [n.hostname for n in _impact_nodes(ticket) if n.slurm_state in DRAINED_STATES]
         if drained:
             steps.append(RecoveryStep("resume", f"Resume {compress_hostlist(drained)}",
-                                      RESPONDERS))
+                                      "resume"))
     port = ticket.port
     if port is not None:
         where = f"{port.switch.hostname} {port.name}"
         if port.admin_status == "down":
             # While the port is shut, bringing it back is the recovery; the page makes the first
             # step its primary button, and resuming a node whose rail is still cut off is not it.
-            steps.insert(0, RecoveryStep("start_port", f"Start up {where}", SWITCH_ACTORS))
+            steps.insert(0, RecoveryStep("start_port", f"Start up {where}", "act_on_switch"))
         else:
-            steps.append(RecoveryStep("shut_port", f"Shut down {where}", SWITCH_ACTORS))
+            steps.append(RecoveryStep("shut_port", f"Shut down {where}", "act_on_switch"))
     if user is not None:
-        steps = [step for step in steps if getattr(user, "role", None) in step.roles]
+        steps = [step for step in steps if may(user, step.capability)]
     return steps
 
 
@@ -90,7 +89,7 @@ def request_recovery(*, ticket: FaultTicket, step: str, actor, via: str = "api")
             raise InvalidInput({"step": [f"{step!r} does not apply to {ticket.reference} now; "
                                          f"its steps: {names}."]})
         option = offered[step]
-        if getattr(actor, "role", None) not in option.roles:
+        if not may(actor, option.capability):
             raise Conflict({"step": [f"Your role may not {option.label.lower()}."]})
         if ticket.status not in OPEN_STATUSES:
             raise Conflict({"step": [f"{ticket.reference} is {ticket.status}: reopen it first."]})

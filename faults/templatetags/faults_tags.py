@@ -5,6 +5,7 @@ from __future__ import annotations
 from django import template
 
 from faults import selectors
+from portal.roles import may
 
 register = template.Library()
 
@@ -14,7 +15,7 @@ def node_fault_panel(context, node) -> dict:
     """Open tickets on `node` and how many it ever had, for users who may see faults."""
     request = context.get("request")
     user = getattr(request, "user", None)
-    if node is None or not selectors.can_read_faults(user):
+    if node is None or not may(user, "read_faults"):
         return {"visible": False}
     return {
         "visible": True,

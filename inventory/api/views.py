@@ -31,18 +31,14 @@ from inventory.validation import RULES, current_violations
 from portal.api.mixins import AuditedModelMixin
 from portal.api.viewsets import SelectorQuerysetMixin
 from portal.errors import Conflict, InvalidInput
-from portal.models.accounts import CLUSTER_WIDE_ROLES
-from portal.permissions import ALL_ROLES
-
-# The fabric behind a NIC (leafs, spines) is not part of a tenant's slice (see selectors).
-FABRIC_READERS = CLUSTER_WIDE_ROLES
 
 
 class InventoryViewSet(SelectorQuerysetMixin, AuditedModelMixin, viewsets.ModelViewSet):
     """CRUD over a selector's queryset: readable by every role (the selector decides what each
     sees; another tenant's object is 404), writable by admins and operators."""
 
-    read_roles = ALL_ROLES
+    read_capability = "read_inventory"
+    write_capability = "write_inventory"
 
     def get_queryset(self):
         queryset = super().get_queryset()
@@ -141,7 +137,8 @@ class NICViewSet(CursorPaginatedMixin, InventoryViewSet):
     filterset_class = filtersets.NICFilterSet
     search_fields = ["device", "netdev", "mac", "node__hostname"]
     ordering_fields = ["id", "rail", "device"]
-    action_roles = {"cable_trace": FABRIC_READERS}
+    # The fabric behind a NIC (leafs, spines) is not part of a tenant's slice (see selectors).
+    action_capabilities = {"cable_trace": "read_fabric"}
 
     def restrict_queryset(self, user):
         if self.action == "cable_trace":
@@ -204,7 +201,8 @@ class SwitchPortViewSet(CursorPaginatedMixin, InventoryViewSet):
     filterset_class = filtersets.SwitchPortFilterSet
     search_fields = ["name", "alias", "description", "switch__hostname"]
     ordering_fields = ["id", "index", "name"]
-    action_roles = {"cable_trace": FABRIC_READERS}
+    # The fabric behind a NIC (leafs, spines) is not part of a tenant's slice (see selectors).
+    action_capabilities = {"cable_trace": "read_fabric"}
 
     def restrict_queryset(self, user):
         # Hand-added prefetch (two queries per page): the serializer's `link` reads each port's
@@ -352,7 +350,7 @@ class TopologyValidationView(APIView):
     """Every violation of the fabric's rules in the whole fleet (rail, bisection, dangling,
     double-cabled, speeds, leaf-spine mesh, GPU affinity)."""
 
-    read_roles = FABRIC_READERS
+    read_capability = "read_fabric"
 
     @extend_schema(
         summary="Check the whole fleet's cabling against the fabric rules",

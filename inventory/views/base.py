@@ -11,12 +11,9 @@ from django.views.generic import TemplateView
 
 from inventory.forms import FilterForm
 from portal.errors import InvalidInput, NotFound
-from portal.models import Role
-from portal.models.accounts import CLUSTER_WIDE_ROLES
 from portal.ordering import SortableListMixin
+from portal.roles import may
 from portal.views import RoleRequiredMixin
-
-ALL_ROLES = frozenset(Role)
 
 
 def is_htmx(request) -> bool:
@@ -40,7 +37,7 @@ class InventoryPageMixin(RoleRequiredMixin):
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
-        context["can_see_fabric"] = self.request.user.role in CLUSTER_WIDE_ROLES
+        context["can_see_fabric"] = may(self.request.user, "read_fabric")
         context["section"] = self.section
         return context
 

@@ -12,7 +12,7 @@ from inventory import cable_trace, selectors
 from inventory.hostlist import compress_hostlist
 from inventory.models import NIC
 from inventory.ui_panels import node_panels, switch_panels
-from inventory.views.base import ALL_ROLES, InventoryPageMixin, is_htmx
+from inventory.views.base import InventoryPageMixin, is_htmx
 
 RAIL_TOP, RAIL_ROW = 24, 36
 
@@ -20,7 +20,7 @@ RAIL_TOP, RAIL_ROW = 24, 36
 class NodeDetailView(InventoryPageMixin, TemplateView):
     section = "nodes"
     template_name = "inventory/node_detail.html"
-    allowed_roles = ALL_ROLES  # another tenant's node is a 404 (node_get uses visible_nodes)
+    capability = "read_inventory"  # another tenant's node is a 404 (node_get uses visible_nodes)
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)

@@ -8,7 +8,7 @@ from django.views.generic import TemplateView
 
 from inventory import selectors
 from inventory.forms import CableFilterForm, HardwareSearchForm, NodeFilterForm, SwitchFilterForm
-from inventory.views.base import ALL_ROLES, FilteredListView, InventoryPageMixin, is_htmx
+from inventory.views.base import FilteredListView, InventoryPageMixin, is_htmx
 from portal.errors import InvalidInput
 from portal.ordering import Ordering
 
@@ -18,7 +18,7 @@ class NodeListView(FilteredListView):
     template_name = "inventory/node_list.html"
     results_template = "inventory/_node_results.html"
     form_class = NodeFilterForm
-    allowed_roles = ALL_ROLES  # a tenant admin sees their allocations' nodes only
+    capability = "read_inventory"  # a tenant admin sees their allocations' nodes only
     sort_columns = Ordering(
         {"hostname": ("hostname",), "pod": ("pod__name",), "rack": ("rack__name",),
          "status": ("status",), "slurm_state": ("slurm_state",), "gpus": ("gpu_count",),
@@ -53,7 +53,7 @@ class CableListView(FilteredListView):
     template_name = "inventory/cable_list.html"
     results_template = "inventory/_cable_results.html"
     form_class = CableFilterForm
-    allowed_roles = ALL_ROLES  # a tenant admin sees the cables of their nodes only
+    capability = "read_inventory"  # a tenant admin sees the cables of their nodes only
     paginate_by = 100
     sort_columns = Ordering(
         {"id": ("id",), "type": ("type",), "length": ("length_m",), "status": ("status",),
@@ -72,7 +72,7 @@ class HardwareSearchView(InventoryPageMixin, TemplateView):
     template_name = "inventory/search.html"
     results_template = "inventory/_search_results.html"
     section = "search"
-    allowed_roles = ALL_ROLES  # within the nodes the user may see
+    capability = "read_inventory"  # within the nodes the user may see
 
     def get(self, request, *args, **kwargs):
         form = HardwareSearchForm(request.GET)

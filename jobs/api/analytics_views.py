@@ -8,7 +8,6 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from jobs import selectors
 from jobs.analytics import JOB_KINDS, parse_kind, parse_period, workload_analytics
 
 
@@ -113,7 +112,7 @@ class JobAnalyticsView(APIView):
     Observations 1, 2, 4, 5) over the jobs that ended in the period or are running, GPU jobs
     by default (jobs.analytics states each definition); tenant admins see their own."""
 
-    read_roles = selectors.JOB_READERS
+    read_capability = "read_jobs"
 
     @extend_schema(
         summary="Workload analytics of the jobs in a period",

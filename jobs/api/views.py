@@ -19,7 +19,7 @@ from jobs.buckets import SIZE_BUCKET_LABELS
 from jobs.models import Job
 from jobs.services import request_drain, request_resume
 from portal.api.serializers import ActionSerializer
-from portal.api.views import ACTION_ACTORS, action_accepted
+from portal.api.views import action_accepted
 from portal.api.viewsets import SelectorQuerysetMixin
 
 JOB_LIST_PARAMETERS = [
@@ -47,7 +47,7 @@ class JobViewSet(SelectorQuerysetMixin, viewsets.ReadOnlyModelViewSet):
     lookup_value_regex = r"[0-9A-Za-z_.+-]+"
     search_fields = ["job_id", "name", "user", "account"]
     ordering_fields = ["submit_time", "start_time", "end_time", "node_count", "gpus"]
-    read_roles = selectors.JOB_READERS
+    read_capability = "read_jobs"
 
     def restrict_queryset(self, user):
         params = self.request.query_params
@@ -77,7 +77,7 @@ NODE_ACTION_RESPONSES = {
 class NodeDrainView(APIView):
     """Drain nodes in Slurm: one Action for the whole list, carried out by a worker."""
 
-    write_roles = ACTION_ACTORS
+    write_capability = "drain"
 
     @extend_schema(
         summary="Drain nodes (202 with the Action)",
@@ -105,7 +105,7 @@ class NodeDrainView(APIView):
 class NodeResumeView(APIView):
     """Return nodes to service; nodes a guard holds (open fault ticket) need `override`."""
 
-    write_roles = ACTION_ACTORS
+    write_capability = "resume"
 
     @extend_schema(
         summary="Resume nodes (202 with the Action; 409 naming nodes a guard holds)",

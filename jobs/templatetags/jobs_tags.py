@@ -5,12 +5,9 @@ from __future__ import annotations
 from django import template
 
 from jobs.selectors import running_jobs_on_node
-from portal.models import Role
+from portal.roles import may
 
 register = template.Library()
-
-NODE_ACTORS = frozenset({Role.ADMIN, Role.OPERATOR, Role.ONCALL})
-
 
 @register.simple_tag(takes_context=True)
 def running_jobs_for(context, node):
@@ -24,7 +21,7 @@ def running_jobs_for(context, node):
 @register.simple_tag(takes_context=True)
 def may_drain(context) -> bool:
     request = context.get("request")
-    return bool(request and request.user.is_authenticated and request.user.role in NODE_ACTORS)
+    return bool(request and may(request.user, "drain"))
 
 
 @register.filter

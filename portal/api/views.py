@@ -19,12 +19,8 @@ from portal.api.mixins import AuditedModelMixin
 from portal.api.viewsets import SelectorQuerysetMixin
 from portal.errors import Conflict
 from portal.models import Action, APIToken, AuditEntry, Tenant
-from portal.models.accounts import Role
-from portal.permissions import ALL_ROLES
 from portal.services.accounts import api_token_create, api_token_revoke
 from portal.services.actions import cancel_action, enqueue_action
-
-ACTION_ACTORS = frozenset({Role.ADMIN, Role.OPERATOR, Role.ONCALL})
 
 
 def action_accepted(request, action: Action) -> Response:
@@ -53,7 +49,7 @@ class ActionViewSet(SelectorQuerysetMixin, viewsets.ReadOnlyModelViewSet):
     filterset_class = ActionFilter
     search_fields = ["target", "reason", "kind"]
     ordering_fields = ["created_at", "status", "kind"]
-    action_roles = {"cancel": ACTION_ACTORS, "canary": ACTION_ACTORS}
+    action_capabilities = {"cancel": "cancel_action", "canary": "run_canary"}
 
     def restrict_queryset(self, user):
         actions = selectors.action_list(user=user)
@@ -123,7 +119,7 @@ class AuditEntryViewSet(SelectorQuerysetMixin, viewsets.ReadOnlyModelViewSet):
     filterset_class = AuditEntryFilter
     search_fields = ["object_repr", "note", "actor_name"]
     ordering_fields = ["timestamp"]
-    read_roles = frozenset({Role.ADMIN, Role.OPERATOR})
+    read_capability = "read_audit"
 
     def restrict_queryset(self, user):
         return selectors.audit_list(user=user)
@@ -135,8 +131,8 @@ class TenantViewSet(SelectorQuerysetMixin, AuditedModelMixin, viewsets.ModelView
     filterset_fields = ["slug", "slurm_account", "evpn_vni"]
     search_fields = ["name", "slug", "slurm_account"]
     ordering_fields = ["name", "evpn_vni", "created_at"]
-    read_roles = ALL_ROLES
-    write_roles = frozenset({Role.ADMIN})
+    read_capability = "read_tenants"
+    write_capability = "manage_tenants"
 
     def restrict_queryset(self, user):
         return selectors.tenant_list(user=user)
@@ -162,8 +158,8 @@ class APITokenViewSet(
 
     queryset = APIToken.objects.none()
     serializer_class = portal_serializers.APITokenSerializer
-    read_roles = ALL_ROLES
-    write_roles = ALL_ROLES
+    read_capability = "manage_own_tokens"
+    write_capability = "manage_own_tokens"
     ordering_fields = ["created_at", "last_used_at"]
 
     def restrict_queryset(self, user):
@@ -193,7 +189,7 @@ class APITokenViewSet(
 class MeView(APIView):
     """Who the API thinks you are: username, role and tenant."""
 
-    read_roles = ALL_ROLES
+    read_capability = "use_portal"
 
     @extend_schema(responses={200: portal_serializers.MeSerializer})
     def get(self, request):

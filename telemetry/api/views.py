@@ -10,7 +10,6 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from jobs import selectors as job_selectors
 from jobs.analytics import parse_period
 from telemetry import selectors
 
@@ -102,7 +101,7 @@ class IdleGpusSerializer(TelemetryStatusSerializer):
 class Observation3View(APIView):
     """Per-job GPU utilisation by job size (paper Observation 3) over finished GPU jobs."""
 
-    read_roles = job_selectors.JOB_READERS
+    read_capability = "read_jobs"
 
     @extend_schema(
         summary="Observation 3: per-job GPU utilisation and time below 20% by job size",
@@ -128,7 +127,7 @@ class Observation3View(APIView):
 class JobUtilisationView(APIView):
     """One job's mean GPU utilisation over its runtime."""
 
-    read_roles = job_selectors.JOB_READERS
+    read_capability = "read_jobs"
 
     @extend_schema(
         summary="A job's GPU utilisation over time",
@@ -143,7 +142,7 @@ class JobUtilisationView(APIView):
 class IdleGpusView(APIView):
     """GPUs held by running jobs with a recent mean utilisation below 20%."""
 
-    read_roles = job_selectors.JOB_READERS
+    read_capability = "read_jobs"
 
     @extend_schema(summary="Idle GPUs inside running jobs", responses={200: IdleGpusSerializer})
     def get(self, request):
