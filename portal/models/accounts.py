@@ -81,7 +81,7 @@ class User(AbstractUser):
             return None
         if self.is_superuser:
             return Role.ADMIN
-        names = [name for name in self.groups.values_list("name", flat=True) if name in Role]
+        names = [name for name in self.groups.values_list("name", flat=True) if name in Role.values]
         if len(names) != 1:
             return None  # no role, or an ambiguous one: deny rather than guess
         return Role(names[0])
