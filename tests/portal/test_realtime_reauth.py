@@ -20,13 +20,15 @@ import pytest
 from django.contrib.auth.models import Group
 from django.test import Client
 from django.utils import timezone
+from rest_framework.test import APIClient
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect as websocket_connect
 
+from inventory.allocations import allocation_end
 from inventory.models import Allocation, Node
-from portal.models import Role, User
+from portal.models import AccountSource, Role, User
 from portal.realtime import publish
-from portal.services.accounts import api_token_create
+from portal.services.accounts import api_token_create, user_apply_directory_grant
 from tests.conftest import PortalServerProcess
 
 CREDENTIALS_ENDED = 4401
@@ -137,6 +139,41 @@ def publish_now(group: str, event: str, payload: dict, **options) -> None:
     publish(group, event, payload, **options)  # outside a transaction: sent at once
 
 
+def marker(socket: LiveSocket, number: int) -> None:
+    """An event on `cluster`, published after whatever the test published before: once it
+    arrived, anything earlier that was going to arrive has (one Redis connection, in order)."""
+    publish_now("cluster", "marker", {"marker": number})
+    socket.wait_for_event("cluster", {"marker": number})
+
+
+def admin_browser() -> Client:
+    admin = User.objects.create_superuser("portal-admin", password="correct-horse-battery")
+    browser = Client()
+    browser.force_login(admin)
+    return browser
+
+
+def deactivate_in_the_admin(browser: Client, user: User) -> None:
+    """The admin's change form, as an administrator saves it with "Active" unticked."""
+    response = browser.post(
+        f"/admin/portal/user/{user.pk}/change/",
+        {
+            "username": user.username,
+            "first_name": "",
+            "last_name": "",
+            "email": "",
+            "date_joined_0": user.date_joined.strftime("%Y-%m-%d"),
+            "date_joined_1": user.date_joined.strftime("%H:%M:%S"),
+            "groups": list(user.groups.values_list("pk", flat=True)),
+            "tenant": "",
+            # "is_active" left out: the box is unticked
+        },
+    )
+    assert response.status_code == 302, response.content.decode()[:3000]
+    user.refresh_from_db()
+    assert not user.is_active
+
+
 # -- what a socket checks by itself: every subscription, and its token's expiry -----------------
 
 
@@ -170,6 +207,84 @@ def test_a_user_deactivated_without_notice_cannot_subscribe_on_an_open_socket(
     assert not any(frame["type"] == "subscribed" for frame in socket.frames)
 
 
+# -- announced changes: the services ask the user's sockets to re-check at once -----------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_revoked_tokens_socket_is_closed_and_receives_nothing_after(
+    announced_changes_server, make_user
+):
+    operator = make_user(Role.OPERATOR)
+    token, key = api_token_create(user=operator, name="wall screen")
+    socket = LiveSocket(announced_changes_server, token=key)
+    assert socket.subscribe(["actions", "cluster"])["groups"] == ["actions", "cluster"]
+    publish_now("actions", "action.updated", {"id": 1})
+    socket.wait_for_event("actions", {"id": 1})
+
+    owner = APIClient()
+    owner.force_authenticate(operator)
+    assert owner.delete(f"/api/tokens/{token.pk}/").status_code == 204
+    publish_now("actions", "action.updated", {"id": 2})
+
+    assert socket.close_code() == CREDENTIALS_ENDED
+    assert not socket.got_event("actions", {"id": 2})
+
+
+@pytest.mark.django_db(transaction=True)
+def test_tokens_deleted_and_the_user_deactivated_in_the_admin_close_their_sockets(
+    announced_changes_server, make_user
+):
+    operator = make_user(Role.OPERATOR)
+    _, first_key = api_token_create(user=operator, name="ansible")
+    second, second_key = api_token_create(user=operator, name="monitoring")
+    following = LiveSocket(announced_changes_server, token=first_key)
+    groups = ["actions", "faults", "fabric", "jobs"]
+    assert following.subscribe(groups)["groups"] == groups
+    idle = LiveSocket(announced_changes_server, token=second_key)  # subscribed to nothing yet
+    browser = admin_browser()
+
+    response = browser.post(f"/admin/portal/apitoken/{second.pk}/delete/", {"post": "yes"})
+    assert response.status_code == 302
+    assert idle.close_code() == CREDENTIALS_ENDED
+
+    deactivate_in_the_admin(browser, operator)
+    for group in groups:
+        publish_now(group, "after.deactivation", {"group": group})
+    assert following.close_code() == CREDENTIALS_ENDED
+    assert following.events == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_new_role_drops_the_groups_it_may_not_follow_and_keeps_the_socket(
+    announced_changes_server, make_user, tenant_a
+):
+    """A directory account signs in again as a tenant admin: its open socket leaves the
+    cluster-wide groups at once and says which; what the new role may follow still arrives."""
+    user = make_user(Role.OPERATOR)
+    User.objects.filter(pk=user.pk).update(source=AccountSource.DIRECTORY)
+    _, key = api_token_create(user=user, name="dashboard")
+    socket = LiveSocket(announced_changes_server, token=key)
+    groups = ["actions", "faults", "fabric", "jobs", "cluster"]
+    assert socket.subscribe(groups)["groups"] == groups
+
+    user_apply_directory_grant(
+        user=User.objects.get(pk=user.pk),
+        role=Role.TENANT_ADMIN,
+        tenant=tenant_a,
+        source=AccountSource.DIRECTORY,
+    )
+    for group in ("actions", "faults", "fabric"):
+        publish_now(group, "after.role.change", {"group": group})
+
+    revoked = socket.wait_for(lambda frame: frame["type"] == "revoked")
+    assert revoked["groups"] == ["actions", "fabric", "faults"]
+    marker(socket, 1)
+    assert socket.events == [{"group": "cluster", "event": "marker", "payload": {"marker": 1}}]
+    socket.socket.send(json.dumps({"type": "subscribe", "groups": ["actions"]}))
+    assert socket.wait_for(lambda frame: frame["type"] == "subscribed")["denied"] == ["actions"]
+    socket.close()
+
+
 def tenant_admin_following_a_node(server, make_user, tenant_a, *, end=None):
     node = Node.objects.create(hostname="gpu001")
     allocation = Allocation.objects.create(
@@ -183,6 +298,23 @@ def tenant_admin_following_a_node(server, make_user, tenant_a, *, end=None):
     publish_now(group, "node.state", {"state": "allocated"})
     socket.wait_for_event(group, {"state": "allocated"})
     return socket, allocation, group
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_tenant_admin_stops_following_a_node_when_the_allocation_ends(
+    announced_changes_server, make_user, tenant_a
+):
+    socket, allocation, group = tenant_admin_following_a_node(
+        announced_changes_server, make_user, tenant_a
+    )
+    allocation_end(allocation=allocation, ended_by=make_user(Role.OPERATOR))
+    drained = {"state": "drained", "reason": "operator: replacing GPU 3, RMA 4411"}
+    publish_now(group, "node.state", drained)
+
+    assert socket.wait_for(lambda frame: frame["type"] == "revoked")["groups"] == [group]
+    marker(socket, 1)
+    assert not socket.got_event(group, drained)
+    socket.close()
 
 
 # -- changes nobody announced: the periodic re-check -----------------------------------------------
