@@ -19,7 +19,8 @@ from django.utils import timezone
 from inventory.hostlist import compress_hostlist, expand_hostlist
 from inventory.models import Allocation, LifecycleStatus, Node, Pod, Rack
 from portal.errors import Conflict, InvalidInput
-from portal.models import Tenant
+from portal.models import Tenant, User
+from portal.realtime import recheck_sockets
 from portal.services.actions import enqueue_action
 from portal.services.audit import record_change
 
@@ -146,6 +147,12 @@ def _queue_reservation_sync(allocation: Allocation, *, requested_by, reason: str
     return action
 
 
+def _recheck_tenant_sockets(tenant_id: int) -> None:
+    """The tenant may have lost nodes: its admins' open websockets stop following them (the
+    "node.<id>" groups) as soon as the change commits. A new allocation takes nothing away."""
+    recheck_sockets(user_ids=User.objects.filter(tenant_id=tenant_id).values_list("pk", flat=True))
+
+
 def _summary(allocation: Allocation, node_names: list[str]) -> dict:
     return {
         "tenant": allocation.tenant.slug,
@@ -252,6 +259,7 @@ def allocation_update(
             via=via,
             reason=f"allocation #{allocation.pk} changed",
         )
+        _recheck_tenant_sockets(allocation.tenant_id)
     return allocation
 
 
@@ -289,4 +297,5 @@ def allocation_delete(*, allocation: Allocation, deleted_by=None, via: str = "ap
             via=via,
             reason=f"allocation #{allocation.pk} deleted",
         )
+        _recheck_tenant_sockets(allocation.tenant_id)
         allocation.delete()

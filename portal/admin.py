@@ -4,6 +4,8 @@ from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin
 
 from portal.models import Action, APIToken, AuditEntry, Tenant, User
+from portal.realtime import recheck_sockets
+from portal.services.accounts import api_token_revoke
 from portal.services.audit import record_change, snapshot
 
 
@@ -39,6 +41,24 @@ class PortalUserAdmin(AuditedAdminMixin, UserAdmin):
     list_filter = ["groups", "tenant", "is_active"]
     fieldsets = [*UserAdmin.fieldsets, ("Tenant", {"fields": ["tenant"]})]
 
+    # Deactivating, a new role (the groups, saved after the user) or tenant: the user's open
+    # websockets check again what they may follow once the admin's transaction commits.
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        if change:
+            recheck_sockets(user_ids=[form.instance.pk])
+
+    # After the delete: outside a transaction (the bulk action) the request is sent at once.
+    def delete_model(self, request, obj):
+        user_id = obj.pk
+        super().delete_model(request, obj)
+        recheck_sockets(user_ids=[user_id])
+
+    def delete_queryset(self, request, queryset):
+        user_ids = list(queryset.values_list("pk", flat=True))
+        super().delete_queryset(request, queryset)
+        recheck_sockets(user_ids=user_ids)
+
 
 @admin.register(AuditEntry)
 class AuditEntryAdmin(admin.ModelAdmin):
@@ -73,3 +93,15 @@ class APITokenAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        recheck_sockets(user_ids=[obj.user_id])  # a new expiry, perhaps already past
+
+    # Deleting here is revoking: audited, and the token's websockets closed.
+    def delete_model(self, request, obj):
+        api_token_revoke(token=obj, revoked_by=request.user, via="ui")
+
+    def delete_queryset(self, request, queryset):
+        for token in queryset:
+            api_token_revoke(token=token, revoked_by=request.user, via="ui")

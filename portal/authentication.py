@@ -30,8 +30,8 @@ def parse_token_header(header: str) -> str | None:
     return None
 
 
-def user_for_token_key(key: str):
-    """The active user owning this unexpired key, or None."""
+def working_token_for_key(key: str):
+    """The token of this key, with its user, when it is unexpired and its user active; else None."""
     from portal.models import APIToken
 
     token = (
@@ -46,7 +46,13 @@ def user_for_token_key(key: str):
         return None
     if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
         APIToken.objects.filter(pk=token.pk).update(last_used_at=now)
-    return token.user
+    return token
+
+
+def user_for_token_key(key: str):
+    """The active user owning this unexpired key, or None."""
+    token = working_token_for_key(key)
+    return token.user if token is not None else None
 
 
 class HashedTokenAuthentication(BaseAuthentication):

@@ -159,6 +159,13 @@ if REDIS_URL:
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+# An open websocket checks again what its user may follow at least this often (besides at once
+# when a service changes a token, an account, a role or an allocation): the bound on how long a
+# change made behind the services' back (a raw update, an allocation reaching its end) goes
+# unnoticed. Each check is a few queries per socket.
+REALTIME_REAUTH_SECONDS = env_float(ENV, "REALTIME_REAUTH_SECONDS", 60.0)
+if REALTIME_REAUTH_SECONDS <= 0:
+    raise ConfigurationError("REALTIME_REAUTH_SECONDS must be a positive number of seconds")
 
 CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_RESULT_BACKEND = REDIS_URL or None

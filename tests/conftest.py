@@ -273,8 +273,9 @@ def celery_worker_process(transactional_db, settings):
 class PortalServerProcess:
     """The real ASGI server (daphne via `manage.py rundemo`) against the test database."""
 
-    def __init__(self, database_name: str):
+    def __init__(self, database_name: str, extra_env: dict[str, str] | None = None):
         self.database_name = database_name
+        self.extra_env = extra_env or {}
         self.process = None
         self.port = None
         self.log_path = None
@@ -304,6 +305,7 @@ class PortalServerProcess:
                 f"{self.database_name}"
             ),
             "PYTHONUNBUFFERED": "1",
+            **self.extra_env,
         }
         log_fd, log_name = tempfile.mkstemp(prefix="portal-server-", suffix=".log")
         self.log_path = Path(log_name)

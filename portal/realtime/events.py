@@ -24,6 +24,8 @@ logger = logging.getLogger(__name__)
 
 # Each web process receives it once (portal/realtime/fanout.py) and hands it to its consumers.
 CONSUMER_MESSAGE_TYPE = "portal.event"
+# "Check again what you may follow", to the sockets of one user (recheck_sockets()).
+RECHECK_MESSAGE_TYPE = "portal.recheck"
 
 
 def publish(
@@ -54,6 +56,25 @@ def publish(
         "tenant_private": tenant_private,
     }
     transaction.on_commit(lambda: send_now(group, message), robust=True)
+
+
+def user_group(user_id: int) -> str:
+    """The group every websocket of one user follows from its start, for re-check requests
+    only: no client may subscribe to it (no access check is registered for "user")."""
+    return f"user.{user_id}"
+
+
+def recheck_sockets(*, user_ids: Iterable[int]) -> None:
+    """Once the current transaction commits, have every open websocket of these users check
+    again what it may follow (portal/realtime/access.py:socket_access): their token, account,
+    role or tenant's allocations changed. A socket holds the events that arrive after this
+    request until its check is done, so none the change forbids goes out."""
+    for user_id in sorted(set(user_ids)):
+        group = user_group(user_id)
+        message = {"type": RECHECK_MESSAGE_TYPE, "group": group}
+        transaction.on_commit(
+            lambda group=group, message=message: send_now(group, message), robust=True
+        )
 
 
 _forward_lock = threading.Lock()

@@ -13,6 +13,7 @@ from django.utils import timezone
 from portal.authentication import digest_token_key
 from portal.errors import InvalidInput
 from portal.models import AccountSource, APIToken, Role, Tenant, User
+from portal.realtime import recheck_sockets
 from portal.services.audit import record_change, snapshot
 
 TOKEN_KEY_PREFIX = "gop_"  # noqa: S105 - not a secret: makes keys recognisable to scanners
@@ -83,6 +84,8 @@ def user_apply_directory_grant(
         del user._role_cache
     after = {**snapshot(user), "role": role}
     if before != after:
+        # Open websockets drop at once what the new role or tenant may not follow.
+        recheck_sockets(user_ids=[user.pk])
         record_change(
             actor=None,
             operation="create" if before is None or before.get("source") != source else "update",
@@ -139,6 +142,8 @@ def api_token_create(
 
 @transaction.atomic
 def api_token_revoke(*, token: APIToken, revoked_by, via: str = "api") -> None:
+    """Delete the token; the websockets it opened are closed once this commits."""
     before = snapshot(token)
     record_change(actor=revoked_by, operation="delete", instance=token, before=before, via=via)
+    recheck_sockets(user_ids=[token.user_id])
     token.delete()

@@ -1,6 +1,8 @@
 /* Live updates for the portal: one websocket to /ws/, plain ES2020, no dependencies.
  * Client sends {type: "subscribe"|"unsubscribe", groups} and {type: "ping"}; the server sends
- * hello, subscribed {groups, denied}, event {group, event, payload}, pong and error.
+ * hello, subscribed {groups, denied}, event {group, event, payload}, pong and error; revoked
+ * {groups} when the user may no longer follow some (they are dropped), and closes with 4401
+ * (sign-in ended) or 4403 (nothing permitted), after which retrying is pointless.
  * Pages declare groups with data-live-groups="a b"; scripts may call PortalLive.subscribe().
  * Every event is re-dispatched on document as "live:event" and "live:<event name>". */
 (() => {
@@ -10,6 +12,10 @@
   const SILENCE_LIMIT_MS = 45000;   // no message (not even a pong) this long: the link is dead
   const OFFLINE_AFTER_MS = 60000;   // disconnected this long: say "offline" (still retrying)
   const TERMINAL = new Set(["succeeded", "failed", "cancelled"]);
+  const ENDED = new Map([       // close codes after which the server would only refuse us again
+    [4401, "Signed out (or the account was deactivated): reload the page to sign in again"],
+    [4403, "Your role no longer permits live updates"],
+  ]);
 
   const indicator = document.getElementById("live-indicator");
   const groups = new Set();
@@ -47,7 +53,17 @@
       pingTimer = setInterval(() => send({ type: "ping" }), PING_EVERY_MS);
     };
     ws.onmessage = (msg) => { heardFromServer(); onMessage(msg.data); };
-    ws.onclose = () => dropSocket(ws);
+    ws.onclose = (event) => (ENDED.has(event.code) ? endLive(ws, ENDED.get(event.code)) : dropSocket(ws));
+  }
+
+  // The server closed for good (portal/realtime/access.py): stop, and say why.
+  function endLive(ws, why) {
+    if (socket !== ws) return;
+    socket = null;
+    clearInterval(pingTimer); clearTimeout(silenceTimer); clearTimeout(offlineTimer);
+    ws.onopen = ws.onmessage = ws.onclose = null;
+    setState("offline");
+    indicator.title = why;
   }
 
   // Forget a socket and retry. Also used for a silent socket, whose close could take minutes.
@@ -89,6 +105,10 @@
         const detail = { group: e.group, event: e.event, payload: e.payload || {} };
         if (buffered) buffered.push(detail); else dispatch(detail);
       });
+    } else if (msg.type === "revoked") {
+      // Not resubscribed after a reconnect: the server would only deny them.
+      msg.groups.forEach((g) => groups.delete(g));
+      console.warn("live: no longer allowed to follow", msg.groups);
     } else if (msg.type === "error") console.warn("live: server says", msg.detail);
   }
 
