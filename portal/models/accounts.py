@@ -2,11 +2,7 @@ from django.contrib.auth.models import AbstractUser
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
-from portal.roles import Role, roles_that_may
-
-# portal/realtime still asks by role set; these are read off the table until it asks `may()`.
-CLUSTER_WIDE_ROLES = roles_that_may("read_cluster")
-TENANT_DATA_ROLES = roles_that_may("read_tenant_data")
+from portal.roles import Role
 
 EVPN_VNI_MAX = 2**24 - 1  # VXLAN network identifiers are 24 bits
 

@@ -34,7 +34,6 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 from django.utils import timezone
 
-from portal.models.accounts import TENANT_DATA_ROLES, Role
 from portal.realtime.access import (
     CREDENTIALS_ENDED_CLOSE_CODE,
     NOTHING_PERMITTED_CLOSE_CODE,
@@ -44,6 +43,7 @@ from portal.realtime.access import (
 from portal.realtime.auth import socket_credential
 from portal.realtime.events import RECHECK_MESSAGE_TYPE, user_group
 from portal.realtime.fanout import local_fanout
+from portal.roles import Role, role_may
 
 MAX_GROUPS_PER_CONNECTION = 500
 # An event to an idle connection goes out at once; events arriving while a frame went out less
@@ -300,7 +300,7 @@ class LiveEventsConsumer(AsyncJsonWebsocketConsumer):
         if tenant_ids is not None:
             if self.role == Role.TENANT_ADMIN:
                 return self.tenant_id in tenant_ids
-            if message.get("tenant_private", True) and self.role not in TENANT_DATA_ROLES:
+            if message.get("tenant_private", True) and not role_may(self.role, "read_tenant_data"):
                 return False
         return True
 

@@ -1,16 +1,16 @@
 """The websocket groups the portal app itself publishes to, and who may join them."""
 
-from portal.models.accounts import CLUSTER_WIDE_ROLES, Role
 from portal.realtime.access import register_group_access
+from portal.roles import may
 
 
 def cluster_wide_reader(user, group: str) -> bool:
-    return user.role in CLUSTER_WIDE_ROLES
+    return may(user, "read_cluster")
 
 
 def any_role(user, group: str) -> bool:
     # Tenant admins join too; tenant-private events are filtered per connection by tenant_ids.
-    return user.role in set(Role)
+    return may(user, "use_portal")
 
 
 def register_portal_groups() -> None:

@@ -21,9 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 APP_DIRECTORIES = ("portal", "inventory", "jobs", "fabric", "faults", "telemetry", "console")
 ROLE_TABLE = ROOT / "portal" / "roles.py"
 # Modules that still hold a role set, each with the reason it may for now.
-NOT_YET_ASKING_BY_CAPABILITY = {
-    "portal/realtime/groups.py": "the websocket groups are being reworked; may() comes next",
-}
+NOT_YET_ASKING_BY_CAPABILITY: dict[str, str] = {}
 
 
 def project_python_files():
