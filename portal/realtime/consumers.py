@@ -43,6 +43,7 @@ from portal.realtime.access import (
 from portal.realtime.auth import socket_credential
 from portal.realtime.events import RECHECK_MESSAGE_TYPE, user_group
 from portal.realtime.fanout import local_fanout
+from portal.json_input import JSONTooDeep, loads_bounded
 from portal.roles import Role, role_may
 
 MAX_GROUPS_PER_CONNECTION = 500
@@ -144,8 +145,15 @@ class LiveEventsConsumer(AsyncJsonWebsocketConsumer):
     async def receive(self, text_data=None, bytes_data=None, **kwargs):
         try:
             await super().receive(text_data=text_data, bytes_data=bytes_data, **kwargs)
+        except JSONTooDeep as too_deep:
+            await self.send_json({"type": "error", "detail": str(too_deep)})
         except (json.JSONDecodeError, TypeError):
             await self.send_json({"type": "error", "detail": "messages must be JSON text"})
+
+    @classmethod
+    async def decode_json(cls, text_data):
+        # Python's decoder recurses per level: a deep frame would end the socket with 1011.
+        return loads_bounded(text_data)
 
     async def subscribe(self, groups: list[str]):
         asked = list(dict.fromkeys(groups))

@@ -271,6 +271,23 @@ async def test_malformed_messages_get_an_error_not_a_disconnect(make_user):
 
 @pytest.mark.asyncio
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("depth", [65, 1000, 100_000])
+async def test_a_frame_nested_too_deep_gets_an_error_not_a_1011(make_user, depth):
+    operator = await sync_to_async(make_user)(Role.OPERATOR)
+    communicator, _ = await connect(await sync_to_async(token_headers)(operator))
+    await communicator.receive_json_from(timeout=5)
+    frame = '{"type": "subscribe", "groups": ' + "[" * depth + "]" * depth + "}"
+    await communicator.send_to(text_data=frame)
+    reply = await communicator.receive_json_from(timeout=5)
+    assert reply["type"] == "error"
+    assert reply["detail"].startswith("JSON nested deeper than 64 levels")
+    await communicator.send_json_to({"type": "ping"})
+    assert await communicator.receive_json_from(timeout=5) == {"type": "pong"}
+    await communicator.disconnect()
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
 async def test_apps_register_their_own_group_checks(make_user):
     register_group_access("testroom", lambda user, group: group == "testroom.open")
     viewer = await sync_to_async(make_user)(Role.VIEWER)
