@@ -34,6 +34,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 from django.utils import timezone
 
+from portal.json_input import JSONTooDeep, loads_bounded
 from portal.realtime.access import (
     CREDENTIALS_ENDED_CLOSE_CODE,
     NOTHING_PERMITTED_CLOSE_CODE,
@@ -43,7 +44,6 @@ from portal.realtime.access import (
 from portal.realtime.auth import socket_credential
 from portal.realtime.events import RECHECK_MESSAGE_TYPE, user_group
 from portal.realtime.fanout import local_fanout
-from portal.json_input import JSONTooDeep, loads_bounded
 from portal.roles import Role, role_may
 
 MAX_GROUPS_PER_CONNECTION = 500
