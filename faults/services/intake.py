@@ -17,6 +17,7 @@ from faults.services.tickets import auto_resolve
 from faults.services.timeline import MAX_NOTE_LENGTH, add_timeline_entry, publish_ticket_event
 from inventory.models import GPU, Node, Switch
 from portal.errors import InvalidInput
+from portal.json_input import JSONTooDeep, loads_bounded
 from portal.text_input import (
     NUL,
     nul_character_error,
@@ -46,14 +47,16 @@ def record_intake(*, channel: str, raw_body: str, submitted_by=None) -> IntakeRe
 def _payload_of(raw_body: str) -> tuple[object, dict]:
     """(parsed body or None, the refusal when the body holds a NUL character)."""
     try:
-        payload = json.loads(raw_body) if raw_body else None
+        payload = loads_bounded(raw_body) if raw_body else None
+    except JSONTooDeep as too_deep:
+        return None, {"detail": str(too_deep)}
     except ValueError:
         if NUL not in raw_body:
             return None, {}
         # A raw NUL inside a string is a control character strict JSON refuses; read it
         # leniently only to say which field held it.
         try:
-            lenient = json.loads(raw_body, strict=False)
+            lenient = loads_bounded(raw_body, strict=False)
         except ValueError:
             lenient = None
         return None, nul_character_error(nul_character_field(lenient) or "")

@@ -121,6 +121,7 @@ def test_other_platform_kinds(fleet, agent):
         (xid_event(observed_at="yesterday"), "observed_at", "ISO 8601"),
         ("{not json", "detail", "not valid JSON"),
         ("[1, 2]", "detail", "JSON object"),
+        ('{"kind": ' + "[" * 5000 + "]" * 5000 + "}", "detail", "nested deeper than 64"),
     ],
 )
 def test_bad_events_are_400_with_a_reason_and_kept(fleet, agent, body, field, words):
