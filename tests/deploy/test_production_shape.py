@@ -258,8 +258,6 @@ def healthcheck(service: dict, env: dict[str, str], web_port: int) -> subprocess
     kind, *test = service["healthcheck"]["test"]
     test = [interpolate(part, {}).replace(":8000/", f":{web_port}/") for part in test]
     argv = ["/bin/sh", "-c", test[0]] if kind == "CMD-SHELL" else test
-    # Docker sets HOSTNAME in every container; the worker's check names itself celery@$HOSTNAME.
-    env = {"HOSTNAME": socket.gethostname(), **env}
     return subprocess.run(argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=30)
 
 
