@@ -1,4 +1,4 @@
-# The portal's one image (web, worker, beat, migrate).
+# The portal's one image (munge, migrate, web, worker, beat in docker-compose.yml).
 #
 # Debian 12 (bookworm) with Debian's own Python 3.11, because its slurm-client is Slurm 22.05,
 # the cluster's major version: Slurm's client tools speak only to a controller within two major
@@ -43,10 +43,13 @@ RUN apt-get update \
         libldap-2.5-0 libsasl2-2 ca-certificates \
     && rm -rf /var/lib/apt/lists/* /var/cache/apt/* /var/cache/debconf/*-old /var/log/apt \
         /var/log/dpkg.log
-# The portal runs as this user; scripts/container-entrypoint starts munged (as munge) first.
-# A fixed uid, so the fabric secrets on the host can be made readable by it alone (deploy/README.md).
+# Everything runs as this user, munged included (the munge service): a fixed uid, so the
+# secrets on the host can be made readable by it alone (deploy/README.md). /run/munge is the
+# socket directory the munge service shares with the others (munged wants it its own).
 RUN groupadd --system --gid 10001 portal \
-    && useradd --system --uid 10001 --gid portal --home-dir /app --shell /usr/sbin/nologin portal
+    && useradd --system --uid 10001 --gid portal --home-dir /app --shell /usr/sbin/nologin portal \
+    && install -d -o portal -g portal -m 0755 /run/munge \
+    && install -d -o portal -g portal -m 0700 /var/lib/munge
 COPY --from=build /opt/portal-venv /opt/portal-venv
 ENV PATH=/opt/portal-venv/bin:$PATH PORTAL_USER=portal PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 WORKDIR /app
@@ -55,5 +58,6 @@ COPY . .
 RUN python -m compileall -q -j 0 /app \
     && mkdir -p var && STATIC_ROOT=/app/var/staticfiles python manage.py collectstatic --no-input \
     && chown -R portal:portal var
+USER portal
 ENTRYPOINT ["scripts/container-entrypoint"]
 EXPOSE 8000
