@@ -10,37 +10,15 @@
 # mirror can build it; where a registry is reachable, BASE_IMAGE=debian:bookworm-slim is the
 # same release. deploy/README.md "The image" has its size and what takes the space.
 ARG BASE_IMAGE=gpu-ops-portal-base:bookworm
-
-# --- build: the virtual environment, with the compilers python-ldap needs --------------------
-FROM ${BASE_IMAGE} AS build
-RUN apt-get update \
-    && apt-get install -y --no-install-recommends python3 python3-venv python3-dev gcc \
-        libldap2-dev libsasl2-dev ca-certificates \
-    && rm -rf /var/lib/apt/lists/* /var/cache/apt/*
-COPY pyproject.toml /src/
-COPY scripts/requirements.py /src/scripts/
-# A site behind a TLS-inspecting proxy passes its CA bundle as the build secret `build-ca`
-# (make image BUILD_CA_BUNDLE=...): mounted for this step only, never stored in a layer.
-RUN --mount=type=secret,id=build-ca,target=/run/secrets/build-ca \
-    if [ -s /run/secrets/build-ca ]; then export PIP_CERT=/run/secrets/build-ca; fi \
-    && python3 -m venv /opt/portal-venv \
-    && python3 /src/scripts/requirements.py > /tmp/requirements.txt \
-    && /opt/portal-venv/bin/pip install --no-cache-dir --disable-pip-version-check \
-        -r /tmp/requirements.txt \
-    # pip and setuptools only install: the portal never runs them. Nor translations
-    # (USE_I18N = False): Django's and the other apps' catalogues are a tenth of the image.
-    && /opt/portal-venv/bin/pip uninstall --yes --quiet pip setuptools \
-    && find /opt/portal-venv -path '*/locale/*' \( -name '*.po' -o -name '*.mo' \) -delete
-
-# --- the image ------------------------------------------------------------------------------
 FROM ${BASE_IMAGE}
 # scripts/image-build removes the images a rebuild replaced by this label.
 LABEL org.opencontainers.image.title=gpu-ops-portal
-# Only what runs: Python, Slurm's client tools and munge, the LDAP and SASL libraries
-# python-ldap links against, and CA certificates for ldaps:// and the site's HTTPS services.
+# Only what runs: Python, Slurm's client tools and munge, CA certificates for ldaps:// and the
+# site's HTTPS services, and Debian's python-ldap (for django-auth-ldap): built for this Python
+# and libldap already, so the image needs no compiler and no headers.
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends python3 slurm-client munge \
-        libldap-2.5-0 libsasl2-2 ca-certificates \
+    && apt-get install -y --no-install-recommends python3 python3-venv python3-ldap \
+        slurm-client munge ca-certificates \
     && rm -rf /var/lib/apt/lists/* /var/cache/apt/* /var/cache/debconf/*-old /var/log/apt \
         /var/log/dpkg.log
 # Everything runs as this user, munged included (the munge service): a fixed uid, so the
@@ -50,7 +28,22 @@ RUN groupadd --system --gid 10001 portal \
     && useradd --system --uid 10001 --gid portal --home-dir /app --shell /usr/sbin/nologin portal \
     && install -d -o portal -g portal -m 0755 /run/munge \
     && install -d -o portal -g portal -m 0700 /var/lib/munge
-COPY --from=build /opt/portal-venv /opt/portal-venv
+COPY pyproject.toml /app/
+COPY scripts/requirements.py /app/scripts/
+# The virtual environment sees Debian's packages (python-ldap), pip installs the rest. A site
+# behind a TLS-inspecting proxy passes its CA bundle as the build secret `build-ca`
+# (make image BUILD_CA_BUNDLE=...): mounted for this step only, never stored in a layer.
+RUN --mount=type=secret,id=build-ca,target=/run/secrets/build-ca \
+    if [ -s /run/secrets/build-ca ]; then export PIP_CERT=/run/secrets/build-ca; fi \
+    && python3 -m venv --system-site-packages /opt/portal-venv \
+    && python3 /app/scripts/requirements.py > /tmp/requirements.txt \
+    && /opt/portal-venv/bin/pip install --no-cache-dir --disable-pip-version-check \
+        -r /tmp/requirements.txt \
+    # pip and setuptools only install: the portal never runs them. Nor translations
+    # (USE_I18N = False): Django's and the other apps' catalogues are a tenth of the image.
+    && /opt/portal-venv/bin/pip uninstall --yes --quiet pip setuptools \
+    && find /opt/portal-venv -path '*/locale/*' \( -name '*.po' -o -name '*.mo' \) -delete \
+    && rm /tmp/requirements.txt
 ENV PATH=/opt/portal-venv/bin:$PATH PORTAL_USER=portal PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 WORKDIR /app
 COPY . .
