@@ -120,7 +120,9 @@ def portal_is_a_slurm_administrator(real_slurm):
     if result.returncode != 0:
         login = ["--no-create-home", "--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin"]
         subprocess.run(
-            ["useradd", "--system", "--uid", str(PORTAL_UID), *login, PORTAL_USER], check=True
+            ["useradd", "--system", "--uid", str(PORTAL_UID), *login, PORTAL_USER],
+            check=True,
+            capture_output=True,  # its warning that 10001 is above the system uids
         )
         name = PORTAL_USER
     else:
