@@ -14,7 +14,7 @@ PYTEST_ARGS ?=
 # starting, Prometheus scraping); tests sharing slurmctld run in one (tests/conftest.py).
 PYTEST_WORKERS ?= 2
 
-.PHONY: demo test lint install install-test services browser clean
+.PHONY: demo test lint install install-test services browser image clean
 
 $(VENV)/.created:
 	python3 -m venv $(VENV)
@@ -43,6 +43,13 @@ services:
 
 browser:
 	scripts/browser-up
+
+# The production image (Dockerfile), with Docker or podman, whichever is present (as root with
+# apt-get and neither, Debian's podman is installed); the base is made from Debian's packages.
+# `make image BUILD_CA_BUNDLE=/path/ca.pem`: the CA bundle pip trusts during the build, behind a
+# TLS-inspecting proxy (default: this machine's). scripts/image-build lists the other settings.
+image:
+	scripts/image-build
 
 demo: install
 	$(PYTHON) manage.py migrate --no-input

@@ -14,25 +14,30 @@ Needs root, MariaDB, PostgreSQL and Redis, like `make test`.
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import secrets
 import signal
 import socket
 import subprocess
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
-import yaml
 
-from fabric.drivers.emulated import specs_from_inventory
-from inventory.models import Node, Switch
+from inventory.models import Node
 from portal.models import Role
 from portal.services.accounts import api_token_create
-from tests.chaos.support import QUIET_BEATS, http
-from tests.fabric.driver_contract import EMULATOR_LOGIN, EmulatorThread, write_credentials
+from tests.chaos.support import http
+from tests.deploy.compose import (
+    PRODUCTION,
+    REPO_ROOT,
+    TEST_PACING,
+    command_argv,
+    dotenv_variables,
+    healthcheck_argv,
+    load_compose,
+    service_environment,
+    with_loopback_services,
+)
 from tests.jobs import slurm_cluster
 from tests.jobs.slurm_fixtures import sinfo_state_and_reason
 from tests.support import free_port, wait_for
@@ -45,78 +50,8 @@ pytestmark = [
     pytest.mark.django_db(transaction=True),
 ]
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-COMPOSE_FILE = REPO_ROOT / "docker-compose.yml"
-ENV_EXAMPLE = REPO_ROOT / ".env.example"
 CONTAINER_ROOT = "/app/"
 SERVICES = ("web", "worker", "beat")
-# What the production shape must drive; if the compose file names these, it must agree.
-PRODUCTION = {"DEPLOYMENT": "production", "SLURM_DRIVER": "jobs.drivers.cli.ScontrolDriver"}
-SWITCHES = ("spine01", "spine02")
-POLL_SECONDS = 2
-
-# --- reading docker-compose.yml as `docker compose` would ----------------------------------------
-
-_VARIABLE = re.compile(
-    r"\$\$|\$\{(?P<name>[A-Za-z_]\w*)(?:(?P<op>:?[-?])(?P<arg>[^}]*))?\}|\$(?P<bare>[A-Za-z_]\w*)"
-)
-
-
-def interpolate(value: str, variables: dict[str, str]) -> str:
-    """Compose's interpolation: $$, ${X}, ${X:-default}, ${X-default}, ${X:?error}, ${X?error}."""
-
-    def replace(match: re.Match) -> str:
-        if match.group(0) == "$$":
-            return "$"
-        name = match.group("name") or match.group("bare")
-        op, arg = match.group("op"), match.group("arg") or ""
-        current = variables.get(name)
-        if op in (":-", "-"):
-            unset = not current if op == ":-" else current is None
-            return arg if unset else current
-        if op in (":?", "?") and (current is None or (op == ":?" and not current)):
-            raise AssertionError(f"docker-compose.yml requires {name} ({arg}): give the test one")
-        return current or ""
-
-    return _VARIABLE.sub(replace, str(value))
-
-
-def read_dotenv(path: Path) -> dict[str, str]:
-    values = {}
-    if path.exists():
-        for line in path.read_text().splitlines():
-            line = line.strip()
-            if line and not line.startswith("#") and "=" in line:
-                name, _, value = line.removeprefix("export ").partition("=")
-                values[name.strip()] = value.strip().strip("'\"")
-    return values
-
-
-def service_environment(service: dict, variables: dict[str, str]) -> dict[str, str]:
-    environment = service.get("environment") or {}
-    if isinstance(environment, list):
-        environment = dict(item.partition("=")[::2] for item in environment)
-    return {name: interpolate(value, variables) for name, value in environment.items()}
-
-
-# --- mapping the compose network onto this machine --------------------------------------------
-
-
-def loopback_database_url(compose_url: str) -> str:
-    """postgres:5432/portal -> the test database on 127.0.0.1 (pytest-django's test_* copy)."""
-    from django.conf import settings
-
-    assert urlsplit(compose_url).hostname == "postgres", compose_url
-    database = settings.DATABASES["default"]
-    login = database["USER"] + (f":{database['PASSWORD']}" if database["PASSWORD"] else "")
-    return f"postgresql://{login}@{database['HOST']}:{database['PORT']}/{database['NAME']}"
-
-
-def loopback_redis_url(compose_url: str) -> str:
-    """redis:6379/0 -> the test run's Redis database (never another session's)."""
-    assert urlsplit(compose_url).hostname == "redis", compose_url
-    test_redis = urlsplit(os.environ["REDIS_URL"])
-    return urlunsplit(test_redis._replace(path=test_redis.path or "/0"))
 
 
 def host_path(value: str, scratch: Path) -> str:
@@ -162,72 +97,18 @@ class ComposeProcess:
             self.process.wait(timeout=10)
 
 
-# --- the parts the deployment drives -----------------------------------------------------------
-
-
-@pytest.fixture
-def emulated_switches(transactional_db, tmp_path):
-    """The inventory's switches served by the SONiC emulator over SSH on loopback, and the
-    secrets a site mounts for them: a credentials store and known_hosts (no trust on first
-    use)."""
-    Switch.objects.bulk_create(
-        [
-            Switch(hostname=name, role=Switch.Role.SPINE, credentials_ref="sonic/admin")
-            for name in SWITCHES
-        ]
-    )
-    keys = tmp_path / "emulator-keys"
-    keys.mkdir()
-    fabric = EmulatorThread(specs_from_inventory(), keys)
-    secrets_dir = tmp_path / "secrets"
-    secrets_dir.mkdir()
-    known_hosts = secrets_dir / "known_hosts"
-    known_hosts.write_text(fabric.known_hosts())
-    credentials = write_credentials(
-        secrets_dir / "fabric-credentials.json", {"sonic/admin": EMULATOR_LOGIN}
-    )
-    fabric.settings = {
-        "FABRIC_DRIVER": "fabric.drivers.ssh.SonicSshDriver",
-        "FABRIC_SWITCH_ENDPOINTS": json.dumps(
-            {name: f"127.0.0.1:{fabric.port_of(name)}" for name in SWITCHES}
-        ),
-        "FABRIC_CREDENTIALS_FILE": str(credentials),
-        "FABRIC_KNOWN_HOSTS_FILE": str(known_hosts),
-    }
-    yield fabric
-    fabric.stop()
-
-
 def production_environment(service: dict, real_slurm, fabric, scratch: Path) -> dict[str, str]:
     """The environment compose gives `service`, mapped onto this machine."""
-    dotenv = {
-        **read_dotenv(ENV_EXAMPLE),  # placeholders of whatever else the file requires
-        "POSTGRES_PASSWORD": "not-used-the-test-database-has-its-own",
-        "SECRET_KEY": secrets.token_urlsafe(50),
-        "ALLOWED_HOSTS": "127.0.0.1,localhost",
-        "CSRF_TRUSTED_ORIGINS": "http://127.0.0.1",
-    }
-    environment = service_environment(service, dotenv)
-    for name, value in PRODUCTION.items():
-        if name in environment:
-            assert environment[name] == value, f"docker-compose.yml sets {name}={environment[name]}"
+    environment = service_environment(service, dotenv_variables())
     environment = {name: host_path(value, scratch) for name, value in environment.items()}
     environment.update(
         {
-            "DATABASE_URL": loopback_database_url(environment["DATABASE_URL"]),
-            "REDIS_URL": loopback_redis_url(environment["REDIS_URL"]),
+            **with_loopback_services(environment),
             **PRODUCTION,
             # The mounted secrets and slurm.conf: here, the test cluster's and the emulator's.
             "SLURM_CONF": real_slurm.conf,
             **fabric.settings,
-            # Test pacing: poll the switches every 2 s, the other periodic syncs out of the way,
-            # and a Slurm command that gives up after 5 s.
-            **QUIET_BEATS,
-            "FABRIC_POLL_INTERVAL": str(POLL_SECONDS),
-            # Stale after 10 missed polls, not 3: a loaded test machine may delay one.
-            "FABRIC_READINESS_STALE_SECONDS": str(10 * POLL_SECONDS),
-            "SLURM_COMMAND_TIMEOUT": "5",
-            "FABRIC_SSH_CONNECT_TIMEOUT": "3",
+            **TEST_PACING,
         }
     )
     return {
@@ -241,27 +122,26 @@ def production_environment(service: dict, real_slurm, fabric, scratch: Path) -> 
     }
 
 
-def service_argv(service: dict, env: dict[str, str], scratch: Path, web_port: int) -> list[str]:
-    argv = [host_path(interpolate(arg, env), scratch) for arg in service["command"]]
-    if "--port" in argv:  # the published port 8000 is someone else's here
-        argv[argv.index("--port") + 1] = str(web_port)
-    return argv
+def service_argv(service: dict, scratch: Path, web_port: int) -> list[str]:
+    return [host_path(arg, scratch) for arg in command_argv(service, web_port)]
 
 
 def healthcheck(service: dict, env: dict[str, str], web_port: int) -> subprocess.CompletedProcess:
-    """The service's compose health check, run in its environment (CMD-SHELL through sh)."""
-    kind, *test = service["healthcheck"]["test"]
-    test = [interpolate(part, {}).replace(":8000/", f":{web_port}/") for part in test]
-    argv = ["/bin/sh", "-c", test[0]] if kind == "CMD-SHELL" else test
-    # Docker sets HOSTNAME in every container; the worker's check names itself celery@$HOSTNAME.
-    env = {"HOSTNAME": socket.gethostname(), **env}
-    return subprocess.run(argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=30)
+    """The service's compose health check, run in its environment."""
+    return subprocess.run(
+        healthcheck_argv(service, web_port),
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
 
 
 def test_compose_services_drain_through_real_slurm_and_readiness_names_a_stopped_controller(
     real_slurm, emulated_switches, make_user, tmp_path
 ):
-    compose = yaml.safe_load(COMPOSE_FILE.read_text())
+    compose = load_compose()
     scratch = tmp_path / "container"
     (scratch / "app" / "var").mkdir(parents=True)
     services = compose["services"]
@@ -278,7 +158,7 @@ def test_compose_services_drain_through_real_slurm_and_readiness_names_a_stopped
     web_port = free_port()
 
     migrate = subprocess.run(
-        service_argv(services["migrate"], envs["migrate"], scratch, web_port),
+        service_argv(services["migrate"], scratch, web_port),
         cwd=REPO_ROOT,
         env=envs["migrate"],
         capture_output=True,
@@ -289,7 +169,7 @@ def test_compose_services_drain_through_real_slurm_and_readiness_names_a_stopped
 
     processes = {
         name: ComposeProcess(
-            name, service_argv(services[name], envs[name], scratch, web_port), envs[name], tmp_path
+            name, service_argv(services[name], scratch, web_port), envs[name], tmp_path
         )
         for name in SERVICES
     }

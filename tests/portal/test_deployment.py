@@ -6,14 +6,17 @@ import os
 import pwd
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
 import yaml
+
+from tests.deploy.compose import interpolate as compose_interpolate
+from tests.deploy.compose import read_dotenv
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -29,6 +32,69 @@ def test_compose_has_the_services_of_a_real_deployment():
         assert "healthcheck" in services[name], f"{name} has no health check"
     assert load_compose()["volumes"].keys() >= {"postgres-data", "redis-data"}
     assert "postgres-data:/var/lib/postgresql/data" in services["postgres"]["volumes"]
+
+
+# What `docker compose config` accepts, for want of a compose on this machine kind that reads
+# this file (Debian's docker-compose 1.29 predates its env_file form; podman-compose runs it
+# only in part, deploy/README.md "The image").
+TOP_LEVEL_KEYS = {"services", "volumes", "secrets", "networks", "configs", "name"}
+SERVICE_KEYS = {
+    "image", "build", "command", "entrypoint", "environment", "env_file", "volumes", "secrets",
+    "depends_on", "healthcheck", "ports", "restart", "user",
+}  # fmt: skip
+CONDITIONS = {"service_started", "service_healthy", "service_completed_successfully"}
+RESTART = {"no", "always", "on-failure", "unless-stopped"}
+DURATION = re.compile(r"^\d+(ms|s|m|h)$")
+
+
+def interpolated(value, variables: dict[str, str]):
+    """Compose's interpolation of every string in the file, after YAML (anchors, merge keys)."""
+    if isinstance(value, dict):
+        return {key: interpolated(item, variables) for key, item in value.items()}
+    if isinstance(value, list):
+        return [interpolated(item, variables) for item in value]
+    return compose_interpolate(value, variables) if isinstance(value, str) else value
+
+
+def test_compose_validates_with_env_example_as_its_env():
+    # .env.example copied to .env sets every variable compose requires (${X:?...} would fail).
+    compose = interpolated(load_compose(), read_dotenv(REPO / ".env.example"))
+    assert {key for key in compose if not key.startswith("x-")} <= TOP_LEVEL_KEYS
+    services, volumes, secrets = compose["services"], compose["volumes"], compose["secrets"]
+    assert all(set(secret) == {"file"} for secret in secrets.values()), secrets
+    for name, service in services.items():
+        assert set(service) <= SERVICE_KEYS, (name, set(service) - SERVICE_KEYS)
+        assert "image" in service or "build" in service, name
+        assert all(isinstance(arg, str) for arg in service.get("command", [])), name
+        assert service.get("restart", "no") in RESTART, name
+        for dependency, how in service.get("depends_on", {}).items():
+            assert dependency in services and dependency != name, (name, dependency)
+            assert how["condition"] in CONDITIONS, (name, dependency)
+            if how["condition"] == "service_healthy":
+                assert "healthcheck" in services[dependency], (name, dependency)
+        for volume in service.get("volumes", []):
+            source, target, *mode = volume.split(":")
+            assert source.startswith("/") or source in volumes, (name, volume)
+            assert target.startswith("/") and mode in ([], ["ro"], ["rw"]), (name, volume)
+        assert set(service.get("secrets", [])) <= set(secrets), name
+        if "healthcheck" in service:
+            check = service["healthcheck"]
+            assert check["test"][0] in ("CMD", "CMD-SHELL") and len(check["test"]) > 1, name
+            assert all(DURATION.match(check[key]) for key in ("interval", "timeout")), name
+        for env_file in service.get("env_file", []):
+            assert set(env_file) <= {"path", "required"}, name
+    # No service waits on itself through others.
+    waiting: dict[str, set[str]] = {name: set() for name in services}
+    for _ in services:
+        for name, service in services.items():
+            for dependency in service.get("depends_on", {}):
+                waiting[name] |= {dependency, *waiting[dependency]}
+    assert all(name not in waits for name, waits in waiting.items()), waiting
+    # The image `make image` builds is the one the services run.
+    images = {service.get("image") for service in services.values() if "build" in service}
+    assert images == {"gpu-ops-portal:latest"}
+    assert services["munge"]["image"] == "gpu-ops-portal:latest"
+    assert "IMAGE=${IMAGE:-gpu-ops-portal:latest}" in (REPO / "scripts/image-build").read_text()
 
 
 def test_compose_commands_point_at_code_that_exists():
@@ -191,10 +257,17 @@ def test_every_portal_container_is_production_with_slurm_conf_munge_and_fabric_s
         assert service["environment"]["DEPLOYMENT"] == "production", name
         mounts = [interpolate(volume) for volume in service["volumes"]]
         assert f"compose-slurm_conf_host_file:{service['environment']['SLURM_CONF']}:ro" in mounts
-        assert set(service["secrets"]) == {"munge.key", "fabric-credentials", "fabric-known-hosts"}
+        # munged's socket, never the munge key: only the munge service holds that.
+        assert "munge-socket:/run/munge" in mounts, name
+        assert set(service["secrets"]) == {"fabric-credentials", "fabric-known-hosts"}, name
         for variable in ("FABRIC_CREDENTIALS_FILE", "FABRIC_KNOWN_HOSTS_FILE"):
             secret = service["environment"][variable].removeprefix("/run/secrets/")
             assert secret in service["secrets"], f"{name}: {variable} is not a mounted secret"
+        if name != "migrate":
+            assert service["depends_on"]["munge"] == {"condition": "service_healthy"}, name
+    munge = compose["services"]["munge"]
+    assert munge["command"] == ["munged"] and munge["secrets"] == ["munge.key"]
+    assert munge["volumes"] == ["munge-socket:/run/munge"]
     assert set(compose["secrets"]) == {"munge.key", "fabric-credentials", "fabric-known-hosts"}
     assert "beat-data:/app/var" in compose["services"]["beat"]["volumes"]
 
@@ -204,9 +277,11 @@ def test_the_image_has_slurm_client_of_the_clusters_major_version_and_munge():
     machine runs the test cluster from Debian's packages, so on the same release the version the
     image installs is the version `apt-cache policy` offers here, and must match slurmctld's."""
     dockerfile = (REPO / "Dockerfile").read_text()
-    base = re.search(r"^FROM python:3\.11-slim-(\w+)$", dockerfile, re.M)
+    base = re.search(r"^ARG BASE_IMAGE=gpu-ops-portal-base:(\w+)$", dockerfile, re.M)
     assert base, "the image's Debian release is not pinned"
-    assert re.search(r"apt-get install -y --no-install-recommends slurm-client munge", dockerfile)
+    # scripts/image-build makes that base from the same release.
+    assert f"SUITE={base.group(1)}\n" in (REPO / "scripts" / "image-build").read_text()
+    assert re.search(r"--no-install-recommends python3 [^\n]*\n\s+slurm-client munge ", dockerfile)
     assert 'ENTRYPOINT ["scripts/container-entrypoint"]' in dockerfile
     os_release = Path("/etc/os-release").read_text()
     assert f"VERSION_CODENAME={base.group(1)}" in os_release, "compare on the image's release"
@@ -220,55 +295,75 @@ def test_the_image_has_slurm_client_of_the_clusters_major_version_and_munge():
     assert candidate.group(1) == "22.05"
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="munged is started as root, as in the container")
-def test_container_entrypoint_starts_munged_from_the_key_secret_then_drops_to_the_portal_user():
-    assert pwd.getpwnam("munge"), "the munge package's user"
-    # munged (as munge) must reach its files: pytest's own tmp_path is private to root.
+@pytest.mark.skipif(os.geteuid() != 0, reason="started as root, to show it drops root first")
+def test_container_entrypoint_serves_munge_from_the_key_secret_as_the_portal_user():
+    assert shutil.which("munged"), "the munge package"
+    # The portal user (here nobody) must reach its files: pytest's own tmp_path is private.
     with tempfile.TemporaryDirectory(prefix="portal-entrypoint-") as directory:
         tmp_path = Path(directory)
         tmp_path.chmod(0o755)
-        run_entrypoint_with_a_munge_key(tmp_path)
+        run_the_munge_service(tmp_path, pwd.getpwnam("nobody"))
 
 
-def run_entrypoint_with_a_munge_key(tmp_path: Path):
+def run_the_munge_service(tmp_path: Path, user: pwd.struct_passwd):
     key = tmp_path / "munge.key"
     subprocess.run(["mungekey", "--create", f"--keyfile={key}"], check=True)
-    key.chmod(0o644)  # as a mounted secret may be: not munge's, not private
+    key.chmod(0o644)  # as a mounted secret may be: readable, not the user's, not private
     socket = tmp_path / "run" / "munge.socket"
     state = tmp_path / "state"
+    for directory in (socket.parent, state):  # as the image makes them, the user's
+        directory.mkdir()
+        os.chown(directory, user.pw_uid, user.pw_gid)
     environment = {
         **os.environ,
         "MUNGE_KEY_FILE": str(key),
         "MUNGE_SOCKET": str(socket),
         "MUNGE_STATE_DIR": str(state),
-        "PORTAL_USER": "nobody",
+        "PORTAL_USER": user.pw_name,
     }
-    credential_round_trip = f"id -un && munge -n -S {socket} | unmunge -S {socket}"
+    entrypoint = str(REPO / "scripts" / "container-entrypoint")
+    munged = subprocess.Popen(
+        [entrypoint, "munged"], env=environment, stderr=subprocess.PIPE, text=True
+    )
     try:
+        deadline = time.monotonic() + 30
+        while not socket.is_socket():
+            assert munged.poll() is None, munged.stderr.read()
+            assert time.monotonic() < deadline, "munged did not serve its socket"
+            time.sleep(0.1)
+        # The entrypoint became munged, as the portal user: no root process stays behind.
+        status = Path(f"/proc/{munged.pid}/status").read_text()
+        assert Path(f"/proc/{munged.pid}/comm").read_text().strip() == "munged"
+        assert f"\nUid:\t{user.pw_uid}\t" in status
+        # Its copy of the key is private to the user; the secret is left as it was.
+        copy = state / "munge.key"
+        assert (copy.stat().st_uid, copy.stat().st_mode & 0o777) == (user.pw_uid, 0o400)
         result = subprocess.run(
-            [REPO / "scripts" / "container-entrypoint", "sh", "-c", credential_round_trip],
+            [entrypoint, "sh", "-c", f"id -un && munge -n -S {socket} | unmunge -S {socket}"],
             env=environment,
             capture_output=True,
             text=True,
             timeout=60,
         )
         assert result.returncode == 0, result.stderr
-        assert result.stdout.splitlines()[0] == "nobody"
+        assert result.stdout.splitlines()[0] == user.pw_name
         assert "STATUS:          Success (0)" in result.stdout
-        assert f"munged started on {socket}" in result.stderr
-        # A second container start finds the socket (as with the host's mounted) and starts none.
-        again = subprocess.run(
-            [REPO / "scripts" / "container-entrypoint", "sh", "-c", credential_round_trip],
-            env=environment,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert again.returncode == 0 and "using the munge socket" in again.stderr
+        assert "no munge socket" not in result.stderr
     finally:
-        pid_file = state / "munged.pid"
-        if pid_file.exists():
-            os.kill(int(pid_file.read_text()), signal.SIGTERM)
+        munged.terminate()
+        munged.wait(timeout=10)
+
+
+def test_the_munge_service_without_a_readable_key_says_so(tmp_path):
+    result = subprocess.run(
+        [REPO / "scripts" / "container-entrypoint", "munged"],
+        env={**os.environ, "MUNGE_KEY_FILE": str(tmp_path / "absent.key"), "PORTAL_USER": ""},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 1
+    assert f"no munge key readable by uid {os.geteuid()} at {tmp_path}/absent.key" in result.stderr
 
 
 def test_container_entrypoint_without_munge_says_slurm_will_fail_and_still_runs(tmp_path):
@@ -276,7 +371,6 @@ def test_container_entrypoint_without_munge_says_slurm_will_fail_and_still_runs(
         [REPO / "scripts" / "container-entrypoint", "echo", "started"],
         env={
             **os.environ,
-            "MUNGE_KEY_FILE": str(tmp_path / "absent.key"),
             "MUNGE_SOCKET": str(tmp_path / "absent.socket"),
             "PORTAL_USER": "",
         },

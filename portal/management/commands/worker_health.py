@@ -1,4 +1,4 @@
-"""manage.py worker_health [--worker celery@HOST] [--timeout 5]
+"""manage.py worker_health [--worker celery@%h] [--timeout 5]
 
 The worker container's health check: exit 0 when what a worker needs to finish an Action
 answers, 1 naming each part that does not. A worker that is up but cannot reach slurmctld
@@ -6,11 +6,14 @@ fails every drain, so `celery inspect ping` alone says too little.
 
 Checks the database, Redis, the broker and the Slurm controller (the readiness checks of
 portal/health.py, not the fabric's poll ages: a stale switch is no reason to restart a
-worker); with --worker, also that this worker answers a ping over the broker.
+worker); with --worker, also that this worker answers a ping over the broker. The name takes
+the worker's own `-n` notation (%h: this host's name), so the check needs no $HOSTNAME, which a
+container with host networking may not have.
 """
 
 from __future__ import annotations
 
+from celery.utils.nodenames import host_format
 from django.core.management.base import BaseCommand, CommandError
 
 from portal.health import READINESS_CHECKS
@@ -25,7 +28,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--worker",
             default="",
-            help="Also ping this worker node name (e.g. celery@$HOSTNAME) over the broker.",
+            help="Also ping this worker node name over the broker (celery@%%h: this host's).",
         )
         parser.add_argument("--timeout", type=float, default=5.0, help="Ping timeout, seconds.")
 
@@ -37,7 +40,7 @@ class Command(BaseCommand):
             if problem:
                 problems[name] = problem
         if options["worker"] and "broker" not in problems:
-            problem = self.ping_worker(options["worker"], options["timeout"])
+            problem = self.ping_worker(host_format(options["worker"]), options["timeout"])
             if problem:
                 problems["worker"] = problem
         for name, problem in problems.items():
