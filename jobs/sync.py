@@ -249,6 +249,7 @@ LIVE_JOB_FIELDS = [
     "tenant",
     "source",
     "left_queue_at",
+    "observed_until",
     "updated_at",
 ]
 
@@ -277,10 +278,14 @@ def sync_live_jobs(*, driver: SlurmDriver | None = None) -> LiveJobsResult:
             .exclude(job_id__in=list(listed))
         )
         tenant_ids = _tenant_ids_by_account(job.account for job in listed.values())
-        to_create, to_update, node_changes, events = [], [], {}, []
+        to_create, to_update, node_changes, events, seen_again = [], [], {}, [], []
         for job_id, slurm in listed.items():
             job = existing.get(job_id)
             if job is not None and job.source == Job.Source.SACCT:
+                if job.observed_until is not None:
+                    # Running in an imported trace and still in squeue: counted up to now again.
+                    job.observed_until, job.updated_at = None, now
+                    seen_again.append(job)
                 continue  # accounting already has the final word on this one
             created = job is None
             job = job or Job(job_id=job_id, source=Job.Source.SQUEUE)
@@ -301,6 +306,8 @@ def sync_live_jobs(*, driver: SlurmDriver | None = None) -> LiveJobsResult:
             job.updated_at = now
             events.append((job, "job.left_queue"))
         Job.objects.bulk_update(to_update + vanished, LIVE_JOB_FIELDS, batch_size=BATCH_SIZE)
+        Job.objects.bulk_update(seen_again, ["observed_until", "updated_at"],
+                                batch_size=BATCH_SIZE)
         pks = {job.job_id: job.pk for job in to_create + to_update}
         _replace_job_nodes({pks[job_id]: names for job_id, names in node_changes.items()})
         for job, event in events:
@@ -323,6 +330,7 @@ def _apply_live(job: Job, slurm: SlurmJob, tenant_id: int | None, now: datetime)
     job.nodelist = compress_hostlist(slurm.node_names) if slurm.node_names else ""
     job.tenant_id = tenant_id
     job.left_queue_at = None
+    job.observed_until = None
     job.updated_at = now
 
 

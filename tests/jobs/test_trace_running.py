@@ -12,7 +12,9 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
+from jobs.drivers.base import SlurmJob
 from jobs.models import Job
+from jobs.sync import sync_live_jobs
 
 FIELDS = "JobID|User|Account|Partition|State|Submit|Start|End|Elapsed|NodeList|AllocTRES"
 SACCT_ROWS = [
@@ -77,6 +79,26 @@ def test_an_explicit_taken_at_wins_and_cannot_precede_the_file(tmp_path, db):
 def test_importing_the_same_dump_again_changes_nothing(tmp_path, db):
     import_sacct(tmp_path)
     assert "0 new, 0 updated, 2 unchanged" in import_sacct(tmp_path)
+
+
+class ListedDriver:
+    def __init__(self, *jobs: SlurmJob):
+        self.listed = jobs
+
+    def jobs(self):
+        return list(self.listed)
+
+
+def test_a_sync_that_sees_the_job_again_counts_it_up_to_now(tmp_path, db):
+    import_sacct(tmp_path)
+    sync_live_jobs(driver=ListedDriver(SlurmJob(
+        job_id="302", name="", user="sato", account="tenant-a", partition="gpu",
+        state="RUNNING", node_names=("gpu002", "gpu003"), node_count=2, gpus=16,
+        submit_time=datetime(2025, 2, 3, tzinfo=UTC), start_time=datetime(2025, 2, 3, tzinfo=UTC),
+    )))
+    job = Job.objects.get(job_id="302")
+    assert job.observed_until is None and job.is_live
+    assert job.runtime_seconds(TAKEN + timedelta(days=1)) == 60 * 3600
 
 
 def test_the_model_counts_an_imported_running_job_up_to_the_trace(tmp_path, db):
