@@ -13,7 +13,10 @@ Definitions (the page and the API state the same):
 - In the period: jobs that ended in it, plus jobs running now (RUNNING, COMPLETING, CONFIGURING,
   SUSPENDED, still in the queue) that started before its end. A running job's GPU time is counted
   from its start up to now, or up to the period's end if that is earlier, and is reported apart
-  (`running_count`, `running_gpu_hours`) so no share hides it.
+  (`running_count`, `running_gpu_hours`) so no share hides it. A running job imported from a
+  trace is counted no further than when the trace was taken (`Job.observed_until`, until squeue
+  lists it again), so the same query answers the same on any later day; a period that starts
+  after that holds none of it. `running_from_traces` says how many were stopped there.
 - GPU-occupied time: elapsed x allocated GPUs (the stored `gpu_seconds`, else computed).
 - Observation 1: jobs in the period by state, by count and by GPU-occupied time.
 - Observation 2: the same jobs by node-count bucket, and by GPU count (1, 2, 4, 8, more than 8,
@@ -47,13 +50,15 @@ from django.db.models import (
     F,
     Func,
     IntegerField,
+    Max,
+    Min,
     Q,
     QuerySet,
     Sum,
     Value,
     When,
 )
-from django.db.models.functions import Coalesce, TruncDate
+from django.db.models.functions import Coalesce, Least, TruncDate
 from django.utils import timezone
 
 from jobs.buckets import SIZE_BUCKET_LABELS, SIZE_BUCKETS
@@ -255,21 +260,31 @@ def _gpu_count_expression() -> Case:
     )
 
 
-def _running_q(counted_until: datetime) -> Q:
+def _running_q(period: Period, counted_until: datetime) -> Q:
+    """Running now and started before `counted_until`; one from a trace taken before the period
+    began says nothing about the period (as a job that ended before it)."""
     return Q(
         state__in=RUNNING_STATES,
         left_queue_at__isnull=True,
         start_time__isnull=False,
         start_time__lt=counted_until,
-    )
+    ) & (Q(observed_until__isnull=True) | Q(observed_until__gte=period.start))
+
+
+def _stopped_at_trace_q(counted_until: datetime) -> Q:
+    """Running jobs whose GPU time stops where their trace was taken, before `counted_until`."""
+    return Q(state__in=RUNNING_STATES, observed_until__lt=counted_until)
 
 
 def _gpu_seconds_expression(counted_until: datetime) -> Case:
     """Finished: the stored GPU time, else elapsed x GPUs. Running: GPUs x the time from its
-    start up to `counted_until`."""
+    start up to `counted_until`, or up to when its trace was taken if that is earlier."""
     computed = ExpressionWrapper(F("elapsed_seconds") * F("gpus"), output_field=BigIntegerField())
+    until = Value(int(counted_until.timestamp()), output_field=BigIntegerField())
+    # LEAST is MIN(a, b) on SQLite, which is NULL if either is: hence the Coalesce.
+    counted_to = Least(Coalesce(EpochSeconds("observed_until"), until), until)
     so_far = ExpressionWrapper(
-        F("gpus") * (Value(int(counted_until.timestamp())) - EpochSeconds("start_time")),
+        F("gpus") * (counted_to - EpochSeconds("start_time")),
         output_field=BigIntegerField(),
     )
     return Case(
@@ -302,21 +317,37 @@ def _counted_until(period: Period, now: datetime) -> datetime:
 
 def state_shares(in_period: QuerySet[Job], counted_until: datetime) -> dict:
     """Observation 1: jobs and GPU-occupied time per state, running ones marked (one query)."""
+    from_trace = _stopped_at_trace_q(counted_until)
     rows = list(
         in_period.order_by()
         .values("state")
-        .annotate(count=Count("pk"), gpu_time=Sum(_gpu_seconds_expression(counted_until)))
+        .annotate(
+            count=Count("pk"),
+            gpu_time=Sum(_gpu_seconds_expression(counted_until)),
+            from_trace=Count("pk", filter=from_trace),
+            taken_earliest=Min("observed_until", filter=from_trace),
+            taken_latest=Max("observed_until", filter=from_trace),
+        )
     )
     order = {state: index for index, state in enumerate(KNOWN_FINAL_STATES + RUNNING_STATES)}
     rows.sort(key=lambda row: (order.get(row["state"], len(order)), row["state"]))
     total_count = sum(row["count"] for row in rows)
     total_gpu = sum(int(row["gpu_time"] or 0) for row in rows)
     running = [row for row in rows if row["state"] in RUNNING_STATES]
+    earliest = [row["taken_earliest"] for row in running if row["taken_earliest"]]
+    latest = [row["taken_latest"] for row in running if row["taken_latest"]]
     return {
         "total_count": total_count,
         "total_gpu_hours": _hours(total_gpu),
         "running_count": sum(row["count"] for row in running),
         "running_gpu_hours": _hours(sum(int(row["gpu_time"] or 0) for row in running)),
+        # Of those, the ones imported from a trace taken before `counted_until`: counted up to
+        # then (a time between these two).
+        "running_from_traces": {
+            "count": sum(row["from_trace"] for row in running),
+            "taken_at_earliest": min(earliest).isoformat() if earliest else None,
+            "taken_at_latest": max(latest).isoformat() if latest else None,
+        },
         "rows": [
             {
                 "state": row["state"],
@@ -498,7 +529,7 @@ def period_jobs(*, user, period: Period, tenant_slug: str | None = None,
                 kind: str = DEFAULT_JOB_KIND, now: datetime | None = None) -> PeriodJobs:
     jobs = _of_kind(analytics_jobs(user=user, tenant_slug=tenant_slug), kind)
     counted_until = _counted_until(period, now or timezone.now())
-    in_period = jobs.filter(_finished_q(period) | _running_q(counted_until))
+    in_period = jobs.filter(_finished_q(period) | _running_q(period, counted_until))
     return PeriodJobs(jobs, in_period, counted_until)
 
 

@@ -68,6 +68,14 @@ class Job(models.Model):
     source = models.CharField(max_length=8, choices=Source.choices)
     # Set when a live job is no longer in squeue; accounting then says how it ended.
     left_queue_at = models.DateTimeField(null=True, blank=True)
+    # A trace says nothing after it was taken: counting its running jobs up to now made the same
+    # analytics answer grow every day (issue 28).
+    observed_until = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="A running job imported from a trace: when the trace was taken; its GPU time "
+        "is counted up to here. Empty: counted up to now (squeue lists it)",
+    )
     first_seen_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -108,16 +116,20 @@ class Job(models.Model):
         return size_bucket(self.node_count)
 
     def runtime_seconds(self, now: datetime | None = None) -> int:
-        """Elapsed for a finished job; time since start for a running one; 0 before start."""
+        """Elapsed for a finished job; time since start for a running one (up to when its trace
+        was taken, for one imported from a trace); 0 before start."""
         if self.elapsed_seconds is not None and not self.is_live:
             return int(self.elapsed_seconds)
         if self.start_time is None:
             return 0
         end = self.end_time or now or timezone.now()
+        if self.observed_until is not None:
+            end = min(end, self.observed_until)
         return max(0, int((end - self.start_time).total_seconds()))
 
     def gpu_seconds_so_far(self, now: datetime | None = None) -> int:
-        """GPU-occupied time: stored for finished jobs, counted up to now for running ones."""
+        """GPU-occupied time: stored for finished jobs, counted up to now (or `observed_until`)
+        for running ones."""
         if self.gpu_seconds is not None and not self.is_live:
             return int(self.gpu_seconds)
         return self.runtime_seconds(now) * self.gpus

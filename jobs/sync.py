@@ -19,7 +19,7 @@ from inventory.hostlist import compress_hostlist
 from inventory.models import Allocation, Node
 from jobs import hooks
 from jobs.drivers.base import FinishedJob, SlurmDriver, SlurmJob, SlurmNodeState, get_slurm_driver
-from jobs.models import LIVE_STATES, Job, SyncWatermark
+from jobs.models import LIVE_STATES, RUNNING_STATES, Job, SyncWatermark
 from portal.models import Tenant
 from portal.realtime import publish
 
@@ -249,6 +249,7 @@ LIVE_JOB_FIELDS = [
     "tenant",
     "source",
     "left_queue_at",
+    "observed_until",
     "updated_at",
 ]
 
@@ -277,10 +278,14 @@ def sync_live_jobs(*, driver: SlurmDriver | None = None) -> LiveJobsResult:
             .exclude(job_id__in=list(listed))
         )
         tenant_ids = _tenant_ids_by_account(job.account for job in listed.values())
-        to_create, to_update, node_changes, events = [], [], {}, []
+        to_create, to_update, node_changes, events, seen_again = [], [], {}, [], []
         for job_id, slurm in listed.items():
             job = existing.get(job_id)
             if job is not None and job.source == Job.Source.SACCT:
+                if job.observed_until is not None:
+                    # Running in an imported trace and still in squeue: counted up to now again.
+                    job.observed_until, job.updated_at = None, now
+                    seen_again.append(job)
                 continue  # accounting already has the final word on this one
             created = job is None
             job = job or Job(job_id=job_id, source=Job.Source.SQUEUE)
@@ -301,6 +306,8 @@ def sync_live_jobs(*, driver: SlurmDriver | None = None) -> LiveJobsResult:
             job.updated_at = now
             events.append((job, "job.left_queue"))
         Job.objects.bulk_update(to_update + vanished, LIVE_JOB_FIELDS, batch_size=BATCH_SIZE)
+        Job.objects.bulk_update(seen_again, ["observed_until", "updated_at"],
+                                batch_size=BATCH_SIZE)
         pks = {job.job_id: job.pk for job in to_create + to_update}
         _replace_job_nodes({pks[job_id]: names for job_id, names in node_changes.items()})
         for job, event in events:
@@ -323,6 +330,7 @@ def _apply_live(job: Job, slurm: SlurmJob, tenant_id: int | None, now: datetime)
     job.nodelist = compress_hostlist(slurm.node_names) if slurm.node_names else ""
     job.tenant_id = tenant_id
     job.left_queue_at = None
+    job.observed_until = None
     job.updated_at = now
 
 
@@ -347,6 +355,7 @@ FINISHED_JOB_FIELDS = [
     "tenant",
     "gpu_seconds",
     "source",
+    "observed_until",
     "updated_at",
 ]
 
@@ -373,23 +382,27 @@ def import_finished_jobs(finished: Sequence[FinishedJob]) -> ImportResult:
     return ImportResult(created, updated)
 
 
-def import_finished_job_stream(finished: Iterable[FinishedJob]) -> ImportResult:
+def import_finished_job_stream(
+    finished: Iterable[FinishedJob], *, taken_at: datetime | None = None
+) -> ImportResult:
     """import_finished_jobs for a stream too long to hold: BATCH_SIZE jobs at a time. The
-    caller wraps it in one transaction when all or nothing must be written."""
+    caller wraps it in one transaction when all or nothing must be written. `taken_at`: when
+    a trace was taken; its running jobs are counted up to then (`Job.observed_until`) until
+    squeue lists them again."""
     created = updated = 0
     batch: dict[str, FinishedJob] = {}
     for job in finished:
         batch[job.job_id] = job
         if len(batch) == BATCH_SIZE:
-            result = _import_batch(batch)
+            result = _import_batch(batch, taken_at)
             created, updated, batch = created + result.created, updated + result.updated, {}
     if batch:
-        result = _import_batch(batch)
+        result = _import_batch(batch, taken_at)
         created, updated = created + result.created, updated + result.updated
     return ImportResult(created, updated)
 
 
-def _import_batch(batch: dict[str, FinishedJob]) -> ImportResult:
+def _import_batch(batch: dict[str, FinishedJob], taken_at: datetime | None = None) -> ImportResult:
     now = timezone.now()
     with transaction.atomic():
         existing = {
@@ -401,6 +414,7 @@ def _import_batch(batch: dict[str, FinishedJob]) -> ImportResult:
         for job_id, record in batch.items():
             job = existing.get(job_id)
             was_live = job is not None and job.is_live
+            observed_until = _observed_until(job, record, taken_at)
             if record.state == NODE_FAIL and (job is None or job.state != NODE_FAIL) and (
                 record.end_time is None or record.end_time >= now - NODE_FAIL_SIGNAL_WINDOW
             ):
@@ -408,7 +422,7 @@ def _import_batch(batch: dict[str, FinishedJob]) -> ImportResult:
             if job is None:
                 job = Job(job_id=job_id)
                 to_create.append(job)
-            elif _same_record(job, record):
+            elif _same_record(job, record) and job.observed_until == observed_until:
                 continue
             else:
                 to_update.append(job)
@@ -416,6 +430,7 @@ def _import_batch(batch: dict[str, FinishedJob]) -> ImportResult:
             if job.pk is None or job.nodelist != nodelist:
                 node_changes[job_id] = record.node_names
             _apply_finished(job, record, nodelist, tenant_ids.get(record.account), now)
+            job.observed_until = observed_until
             if was_live:
                 ended_live.append(job)
         Job.objects.bulk_create(to_create, batch_size=BATCH_SIZE)
@@ -428,6 +443,18 @@ def _import_batch(batch: dict[str, FinishedJob]) -> ImportResult:
             for job in Job.objects.filter(job_id__in=node_fails).prefetch_related("nodes"):
                 hooks.notify_slurm_signal(hooks.JobNodeFail(job=job))
     return ImportResult(len(to_create), len(to_update))
+
+
+def _observed_until(
+    job: Job | None, record: FinishedJob, taken_at: datetime | None
+) -> datetime | None:
+    """Up to when a running record is counted: the trace's time, never moved back by an older
+    trace imported after a newer one. Finished, or read live (no trace time): None."""
+    if taken_at is None or record.state not in RUNNING_STATES:
+        return None
+    if job is not None and job.observed_until is not None and job.observed_until > taken_at:
+        return job.observed_until
+    return taken_at
 
 
 def _same_record(job: Job, record: FinishedJob) -> bool:

@@ -27,11 +27,21 @@ class StateShareSerializer(serializers.Serializer):
     gpu_time_share = serializers.FloatField(help_text="Percent of the GPU-occupied time")
 
 
+class RunningFromTracesSerializer(serializers.Serializer):
+    count = serializers.IntegerField(
+        help_text="Of the running jobs, those imported from a trace taken before "
+        "gpu_time_counted_until: counted up to when it was taken, until squeue lists them again"
+    )
+    taken_at_earliest = serializers.DateTimeField(allow_null=True)
+    taken_at_latest = serializers.DateTimeField(allow_null=True)
+
+
 class StateSharesSerializer(serializers.Serializer):
     total_count = serializers.IntegerField()
     total_gpu_hours = serializers.FloatField()
     running_count = serializers.IntegerField(help_text="Jobs still running, included above")
     running_gpu_hours = serializers.FloatField(help_text="Their GPU time so far, included above")
+    running_from_traces = RunningFromTracesSerializer()
     rows = StateShareSerializer(many=True)
 
 
@@ -96,7 +106,8 @@ class WorkloadAnalyticsSerializer(serializers.Serializer):
     tenant = serializers.CharField(allow_null=True)
     kind = serializers.ChoiceField(choices=JOB_KINDS)
     gpu_time_counted_until = serializers.DateTimeField(
-        help_text="Running jobs' GPU time is counted up to this moment (now, or the period's end)"
+        help_text="Running jobs' GPU time is counted up to this moment (now, or the period's "
+        "end), or up to when their trace was taken (states.running_from_traces)"
     )
     percentile_method = serializers.CharField()
     states = StateSharesSerializer()

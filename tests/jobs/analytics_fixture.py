@@ -3,7 +3,8 @@
 `load()` writes the same jobs wherever it runs: in the PostgreSQL test database of the suite, and
 in an embedded-default SQLite database of a subprocess (`manage.py shell -c "...; main()"`), which
 prints `snapshot()` as JSON. Runtimes repeat on purpose (ties), some jobs lack an elapsed time or
-a stored GPU time, some are live, unsized, or ended outside the period, and the buckets hold
+a stored GPU time, some are live, unsized, or ended outside the period, some running ones come
+from a trace taken before, inside or after the period (`observed_until`), and the buckets hold
 different numbers of jobs, so every percentile position rule and edge is exercised.
 """
 
@@ -54,6 +55,9 @@ def load() -> None:
             elapsed = rng.randrange(1, 10 * 86400)
         live = state in ("RUNNING", "PENDING")
         known_elapsed = None if live or rng.random() < 0.05 else elapsed
+        # Every third running job is from a trace taken 0 to 19 days after it started (drawn
+        # from its index, so the random stream, and so the other jobs, stay as they were).
+        from_trace = state == "RUNNING" and index % 3 == 0
         jobs.append(
             Job(
                 job_id=str(700000 + index),
@@ -67,7 +71,8 @@ def load() -> None:
                 submit_time=start - timedelta(seconds=rng.randrange(3600)),
                 start_time=start if state != "PENDING" and nodes else None,
                 end_time=None if live else start + timedelta(seconds=elapsed),
-                source=Job.Source.SQUEUE if live else Job.Source.SACCT,
+                source=Job.Source.SQUEUE if live and not from_trace else Job.Source.SACCT,
+                observed_until=start + timedelta(days=index % 20) if from_trace else None,
             )
         )
     Job.objects.bulk_create(jobs)

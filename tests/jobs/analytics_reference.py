@@ -5,8 +5,10 @@ Definitions (jobs/analytics.py states them too):
 - kind "gpu": jobs with at least one GPU; "cpu": none; "all".
 - In the period: jobs in a final state that ended in [since, until + 1 day), plus jobs running
   (RUNNING, COMPLETING, CONFIGURING, SUSPENDED, still in the queue) that started before the
-  moment GPU time is counted up to: now, or the period's end if that is earlier.
-- GPU time: the stored value, else elapsed x GPUs; a running job's is GPUs x (until - start).
+  moment GPU time is counted up to: now, or the period's end if that is earlier; one imported
+  from a trace (`observed_until`) only if the trace was taken in the period or after it.
+- GPU time: the stored value, else elapsed x GPUs; a running job's is GPUs x (until - start),
+  `until` being its trace's time if that is earlier.
 - Sizes and GPU counts: those of them that got a node. Runtime statistics: finished ones only.
 - Daily submissions: every job of the kind by the day it was submitted, whatever its state.
 """
@@ -37,6 +39,7 @@ class Spec:
     end: datetime | None = None
     store_gpu_seconds: bool = True
     left_queue: bool = False
+    observed_until: datetime | None = None  # running in a trace taken then
 
     @property
     def elapsed(self) -> int | None:
@@ -74,7 +77,8 @@ def expected(specs, since: date, until: date, now: datetime, kind: str = "gpu") 
 
     def running(spec: Spec) -> bool:
         return (spec.state in RUNNING and not spec.left_queue and spec.start is not None
-                and spec.start < counted_until)
+                and spec.start < counted_until
+                and (spec.observed_until is None or spec.observed_until >= period_start))
 
     def finished(spec: Spec) -> bool:
         return (spec.state not in FINAL_EXCLUDED and spec.end is not None
@@ -82,7 +86,8 @@ def expected(specs, since: date, until: date, now: datetime, kind: str = "gpu") 
 
     def gpu_seconds(spec: Spec) -> int:
         if running(spec):
-            return spec.gpus * int((counted_until - spec.start).total_seconds())
+            until = min(counted_until, spec.observed_until or counted_until)
+            return spec.gpus * int((until - spec.start).total_seconds())
         return spec.elapsed * spec.gpus
 
     in_period = [spec for spec in of_kind if finished(spec) or running(spec)]

@@ -2,7 +2,8 @@
 tests/jobs/analytics_reference.py, which computes it again row by row in plain Python from the
 same hand-built jobs: running jobs (from before the period and inside it), jobs cancelled before
 they started, CPU-only jobs, jobs spanning the period's start and end, a job whose GPU time is not
-stored, and a running job that left the queue."""
+stored, a running job that left the queue, and running jobs of imported traces (counted up to
+when the trace was taken; left out if it was taken before the period)."""
 
 from __future__ import annotations
 
@@ -51,6 +52,9 @@ SPECS = [
     Spec("run-later", "RUNNING", 1, 8, at(2, 5), at(2, 5)),  # starts after the period
     Spec("left-queue", "RUNNING", 1, 8, at(1, 12), at(1, 12), left_queue=True),
     Spec("pending", "PENDING", 0, 4, at(1, 15)),
+    # Running in imported traces: one taken on January 9, one taken before the period.
+    Spec("run-trace", "RUNNING", 1, 8, at(1, 8), at(1, 8), observed_until=at(1, 9)),
+    Spec("run-old-trace", "RUNNING", 1, 8, at(12, 1), at(12, 1), observed_until=at(12, 5)),
     # CPU-only jobs: left out unless asked for.
     finished("cpu-done", "COMPLETED", 1, 0, at(1, 6), 3600),
     Spec("cpu-run", "RUNNING", 1, 0, at(1, 21), at(1, 21, 11)),
@@ -69,6 +73,7 @@ def specs(db, tenant_a):
             gpu_seconds=elapsed * spec.gpus if elapsed is not None and spec.store_gpu_seconds
             else None,
             left_queue_at=at(1, 13) if spec.left_queue else None,
+            observed_until=spec.observed_until,
             tenant=tenant_a, account=tenant_a.slurm_account,
             source=Job.Source.SQUEUE if elapsed is None else Job.Source.SACCT,
         ))
@@ -119,7 +124,7 @@ def test_the_fixture_exercises_what_it_claims(specs):
     """Guards the reference against a fixture that stopped testing anything: the shares the
     issue named differ once running and never-started jobs are counted."""
     want = expected(specs, SINCE, UNTIL, now=datetime.now(UTC))
-    assert want["state_totals"]["running_count"] == 2  # run-old, run-new
+    assert want["state_totals"]["running_count"] == 3  # run-old, run-new, run-trace
     # Running jobs hold a large share of GPU time (the issue's trace: 56-59 %).
     assert want["states"]["RUNNING"]["gpu_time_share"] > 40
     assert want["states"]["CANCELLED"]["count"] == 1  # the job that never started
@@ -138,10 +143,15 @@ def test_running_jobs_count_up_to_now_inside_the_period(specs, make_user):
     want = expected(specs, SINCE, UNTIL, now=now)
     assert stats["gpu_time_counted_until"] == now.isoformat()
     assert _rows(stats["states"]["rows"], "state") == _without_running_count(want["states"])
-    # run-old: 16 GPUs from Dec 20 10:00 to Jan 25 12:00; run-new: 8 GPUs from Jan 20 08:00.
-    hours = 16 * (36 * 24 + 2) + 8 * (5 * 24 + 4)
+    # run-old: 16 GPUs from Dec 20 10:00 to Jan 25 12:00; run-new: 8 GPUs from Jan 20 08:00;
+    # run-trace: 8 GPUs from Jan 8 10:00 up to its trace, Jan 9 10:00.
+    hours = 16 * (36 * 24 + 2) + 8 * (5 * 24 + 4) + 8 * 24
     assert stats["states"]["running_gpu_hours"] == hours == want["state_totals"][
         "running_gpu_hours"]
+    assert stats["states"]["running_from_traces"] == {
+        "count": 1, "taken_at_earliest": at(1, 9).isoformat(),
+        "taken_at_latest": at(1, 9).isoformat(),
+    }
 
 
 def test_bad_kind_is_a_400_naming_the_field(api_as, make_user, db):

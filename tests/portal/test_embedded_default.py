@@ -275,5 +275,8 @@ def test_analytics_are_the_same_on_sqlite_and_postgresql(db, tmp_path):
     operator_sizes = on_postgresql["operator"]["sizes"]["rows"]
     assert all(row["count"] >= 2 and row["cdf"] for row in operator_sizes), operator_sizes
     assert on_postgresql["tenant_admin"] != on_postgresql["operator"]
+    # Running jobs of a trace are stopped where it was taken (issue 28): LEAST on both.
+    traced = on_postgresql["operator"]["states"]["running_from_traces"]
+    assert traced["count"] >= 2 and traced["taken_at_earliest"] < traced["taken_at_latest"]
     for scope in on_postgresql:
         assert on_sqlite[scope] == on_postgresql[scope], scope
