@@ -24,6 +24,7 @@ from fabric.drivers.base import (
 from fabric.hooks import LinkChange, notify_fabric_signals
 from fabric.impact import blast_radius
 from fabric.models import SwitchPollState
+from fabric.port_state import is_link_change, link_status
 from fabric.services import (
     APPLY_QOS_ACTION,
     ENABLE_ECN_COUNTERS_ACTION,
@@ -77,8 +78,8 @@ def _set_ports_and_read_back(
         states = {port.name: port for port in driver.ports() if port.name in set(ports)}
     _remember_port_states(switch, states.values(), action=action)
     return {
-        port: {"admin": "up" if state.admin_up else "down",
-               "oper": "up" if state.oper_up else "down"}
+        port: {"admin": link_status(state.known_admin_up) or "unknown",
+               "oper": link_status(state.known_oper_up) or "unknown"}
         for port, state in states.items()
     }
 
@@ -98,14 +99,14 @@ def _remember_port_states(switch: Switch, states, *, action: Action | None = Non
     signals = []
     for state in states:
         admin, oper = before.get(state.name, ("", ""))
-        was_up = (admin, oper) == ("up", "up")
-        if oper and was_up != (state.admin_up and state.oper_up):
+        if is_link_change(stored_admin=admin, stored_oper=oper, admin_up=state.known_admin_up,
+                          oper_up=state.known_oper_up):
             signals.append(LinkChange(switch.hostname, state.name, state.admin_up, state.oper_up,
                                       action_id=action.pk if action else None))
     for state in states:
         SwitchPort.objects.filter(switch=switch, name=state.name).update(
-            admin_status="up" if state.admin_up else "down",
-            oper_status="up" if state.oper_up else "down",
+            admin_status=link_status(state.known_admin_up),
+            oper_status=link_status(state.known_oper_up),
             last_seen_at=now,
         )
     notify_fabric_signals(signals)

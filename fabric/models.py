@@ -62,8 +62,10 @@ class PortCounterLatest(models.Model):
 
     port = models.OneToOneField(SwitchPort, on_delete=models.CASCADE, related_name="counters")
     sampled_at = models.DateTimeField()
-    admin_up = models.BooleanField(default=False)
-    oper_up = models.BooleanField(default=False)
+    # Null where the switch has no running state for the port (APPL_DB lacks it; intfutil
+    # prints N/A): unknown, which is neither shut nor down.
+    admin_up = models.BooleanField(null=True, blank=True, help_text="Null: unknown (N/A)")
+    oper_up = models.BooleanField(null=True, blank=True, help_text="Null: unknown (N/A)")
     speed_mbps = models.PositiveIntegerField(
         null=True, blank=True,
         help_text="Running speed as intfutil reads it (STATE_DB while up, else APPL_DB)",
@@ -118,7 +120,8 @@ class PortCounterHistory(models.Model):
     ecn_marked_per_second = models.FloatField(null=True, blank=True,
                                               help_text="Null: not collected")
     utilization = models.FloatField(default=0)
-    oper_up = models.BooleanField(default=False)
+    oper_up = models.BooleanField(null=True, blank=True,
+                                  help_text="At the latest sample of the slot; null: unknown")
 
     class Meta:
         constraints = [

@@ -38,6 +38,7 @@ from fabric.hooks import (
 )
 from fabric.models import PortCounterHistory, PortCounterLatest, SwitchPollState
 from fabric.overview import overview_delta, unscoped_overview_cells
+from fabric.port_state import is_link_change, link_status, port_state_letter
 from fabric.targets import SwitchNotAddressable, switch_target
 from inventory.models import Switch, SwitchPort
 from portal.bulk_copy import bulk_upsert
@@ -282,13 +283,6 @@ def poll_fabric(
     return result
 
 
-def _status_letter(admin_up: bool, oper_up: bool) -> str:
-    """U up, D down (admin up, no link), X administratively shut."""
-    if not admin_up:
-        return "X"
-    return "U" if oper_up else "D"
-
-
 @dataclass
 class _PollWrites:
     """What storing one poll writes once every switch is read, gathered switch by switch."""
@@ -413,8 +407,9 @@ def _store_ports(
         writes.latest.append(row)
         result.ports += 1
         utilization = row["utilization"] or 0.0
+        admin_up, oper_up = status.known_admin_up, status.known_oper_up  # None: unknown
         traffic.port_codes[status.name] = (
-            f"{_status_letter(status.admin_up, status.oper_up)}{round(utilization * 100)}"
+            f"{port_state_letter(admin_up, oper_up)}{round(utilization * 100)}"
         )
         if row["in_bytes_per_second"] is not None:
             traffic.in_bytes += row["in_bytes_per_second"]
@@ -425,12 +420,11 @@ def _store_ports(
             writes.history.append(history_row(row, slot, bucket_start))
         if status.oper_up and row["utilization"] is not None:
             traffic.utilizations.append(utilization)
-        admin = "up" if status.admin_up else "down"
-        oper = "up" if status.oper_up else "down"
+        admin, oper = link_status(admin_up), link_status(oper_up)
         if (stored_admin, stored_oper) != (admin, oper):
             writes.changed_ports.append((port_id, admin, oper))
-            was_up = (stored_admin, stored_oper) == ("up", "up")
-            if stored_oper and was_up != (status.admin_up and status.oper_up):
+            if is_link_change(stored_admin=stored_admin, stored_oper=stored_oper,
+                              admin_up=admin_up, oper_up=oper_up):
                 writes.signals.append(
                     LinkChange(switch.hostname, status.name, status.admin_up, status.oper_up)
                 )
@@ -456,8 +450,10 @@ def _record_success(
     state.last_seen_at = reading.snapshot.taken_at
     state.last_error = ""
     state.consecutive_failures = 0
-    state.ports_up = sum(1 for s in reading.ports if s.oper_up)
-    state.ports_down = sum(1 for s in reading.ports if s.admin_up and not s.oper_up)
+    # A port whose state is unknown is neither: not up, and not a port down to look at.
+    state.ports_up = sum(1 for s in reading.ports if s.known_oper_up is True)
+    state.ports_down = sum(1 for s in reading.ports
+                           if s.known_admin_up is True and s.known_oper_up is False)
     state.in_bytes_per_second = traffic.in_bytes
     state.out_bytes_per_second = traffic.out_bytes
     state.pfc_pause_per_second = traffic.pfc_pauses
@@ -579,8 +575,8 @@ def latest_row(
     row = {
         "port_id": port_id,
         "sampled_at": taken_at,
-        "admin_up": status.admin_up,
-        "oper_up": status.oper_up,
+        "admin_up": status.known_admin_up,  # None: unknown (intfutil's N/A)
+        "oper_up": status.known_oper_up,
         "speed_mbps": status.speed_mbps,
         "fec": status.fec[:16],
         "intent_differences": status.intent_differences(),

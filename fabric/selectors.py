@@ -14,6 +14,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from fabric.models import LldpFinding, PortCounterHistory, PortCounterLatest
+from fabric.port_state import STATE_LETTERS, port_state_letter
 from inventory.models import Switch, SwitchPort
 from inventory.selectors import active_cables, port_list, switch_list
 from portal.errors import InvalidInput, NotFound
@@ -92,7 +93,7 @@ class Throughput:
         self.ports += 1
         if row is None:
             return
-        self.ports_up += int(row.oper_up)
+        self.ports_up += row.oper_up is True  # None: unknown, not up
         if row.in_bytes_per_second is None:
             return
         self.in_bytes_per_second += row.in_bytes_per_second
@@ -211,7 +212,7 @@ def _merge(into: Throughput, part: Throughput) -> None:
 @dataclass
 class HeatCell:
     name: str
-    state: str  # U up, D down (admin up, no link), X admin down, ? never polled
+    state: str  # a letter of fabric.port_state.STATE_LETTERS
     utilization: float | None
     faces: str  # "nic", "switch" or ""
 
@@ -236,7 +237,7 @@ class HeatCell:
 
     @property
     def description(self) -> str:
-        words = {"U": "up", "D": "down", "X": "shut down", "?": "not polled yet"}[self.state]
+        words = STATE_LETTERS[self.state]
         load = f", {self.percent}% load" if self.state == "U" and self.percent is not None else ""
         faces = {"nic": ", host-facing", "switch": ", uplink"}.get(self.faces, "")
         return f"{self.name}: {words}{load}{faces}"
@@ -286,7 +287,7 @@ def heat_map(*, user, hostnames: list[str] | None = None) -> HeatMap:
         if counters is None:
             state, utilization = "?", None
         else:
-            state = "X" if not counters.admin_up else ("U" if counters.oper_up else "D")
+            state = port_state_letter(counters.admin_up, counters.oper_up)
             utilization = counters.utilization
         cells[port.switch_id].append(HeatCell(port.name, state, utilization, far.get(port.pk, "")))
     heat = HeatMap(pods={}, spines=[], others=[])

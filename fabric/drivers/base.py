@@ -73,6 +73,16 @@ class PortStatus:
     admin_state_known: bool = True
     oper_state_known: bool = True
 
+    @property
+    def known_admin_up(self) -> bool | None:
+        """`admin_up` where APPL_DB says, None where it does not (stored and shown unknown)."""
+        return self.admin_up if self.admin_state_known else None
+
+    @property
+    def known_oper_up(self) -> bool | None:
+        """`oper_up` where APPL_DB says, None where it does not (stored and shown unknown)."""
+        return self.oper_up if self.oper_state_known else None
+
     def intent_differences(self) -> dict[str, dict]:
         """Where the running port differs from CONFIG_DB: {field: {configured, actual}}.
 

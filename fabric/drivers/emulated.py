@@ -45,6 +45,7 @@ from fabric.drivers.sonic_ports import natural_key, port_statuses
 from fabric.drivers.sonic_qos import QosNotApplied, plan_qos, read_qos_tables, verify_qos
 from fabric.emulator import CommandInterpreter, NeighborSpec, Switch, SwitchSpec, connect_fabric
 from fabric.emulator.database import APPL_DB, CONFIG_DB, COUNTERS_DB, STATE_DB
+from fabric.emulator.dump import SwitchDump
 from fabric.emulator.platform import ASIC_TYPE, CAGE_PORT_NAMES, HWSKU, PLATFORM, port_table
 from fabric.emulator.traffic import QUEUES_PER_PORT
 
@@ -185,12 +186,15 @@ _fabric_lock = threading.Lock()
 
 
 def build_emulated_fabric(
-    specs: list[SwitchSpec] | None = None, clock: Clock = time.time
+    specs: list[SwitchSpec] | None = None, clock: Clock = time.time,
+    dumps: Sequence[SwitchDump] = (),
 ) -> EmulatedFabric:
-    """Boot the process-wide emulated fabric (from the inventory unless `specs` are given)."""
+    """Boot the process-wide emulated fabric (from the inventory unless `specs` are given),
+    with a switch served from each of `dumps` (sonic-db-dump files of a real switch) besides."""
     global _fabric
     specs = specs_from_inventory() if specs is None else specs
     switches = [Switch(spec, clock=clock) for spec in specs]
+    switches += [Switch(dump.spec(), clock=clock, dump=dump) for dump in dumps]
     connect_fabric(switches)
     with _fabric_lock:
         _fabric = EmulatedFabric(switches, clock)

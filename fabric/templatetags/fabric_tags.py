@@ -111,17 +111,17 @@ def speed(mbps) -> str:
 
 @register.filter
 def port_condition(port) -> str:
-    """"up", "admin-down", "oper-down", "unused" or "unpolled" for a heat map cell (state and
-    faces) or an inventory port with `counters` and active cables; templates use it as a CSS
-    class `port-<condition>` and a word (`|port_condition_label`)."""
+    """A condition of fabric.port_state.PORT_CONDITIONS for a heat map cell (state and faces)
+    or an inventory port with `counters` and active cables; templates use it as a CSS class
+    `port-<condition>` and a word (`|port_condition_label`)."""
     if hasattr(port, "faces"):
         return heat_cell_condition(port.state, port.faces)
     counters = getattr(port, "counters", None)
     cabled = bool(getattr(port, "active_cables_as_a", None) or
                   getattr(port, "active_cables_as_b", None))
     return _port_condition(polled=counters is not None,
-                           admin_up=bool(counters and counters.admin_up),
-                           oper_up=bool(counters and counters.oper_up), cabled=cabled)
+                           admin_up=counters.admin_up if counters else False,
+                           oper_up=counters.oper_up if counters else False, cabled=cabled)
 
 
 @register.filter

@@ -5,7 +5,8 @@
 (() => {
   "use strict";
 
-  const WORDS = { U: "up", D: "down", X: "shut down", "?": "not polled yet" };
+  // fabric.port_state.STATE_LETTERS: N is a state the switch does not report (intfutil's N/A).
+  const WORDS = { U: "up", D: "down", X: "shut down", N: "state unknown (N/A)", "?": "not polled yet" };
 
   // Same bands as fabric.selectors.HeatCell.level / mark.
   const levelOf = (state, pct) => (state !== "U" || pct === null ? 0 : Math.min(5, 1 + Math.floor((pct * 5) / 100)));

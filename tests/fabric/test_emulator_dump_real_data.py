@@ -10,6 +10,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from fabric.drivers.base import SwitchTarget
 from fabric.drivers.sonic_ports import port_statuses
 from fabric.drivers.ssh import SonicSshDriver
@@ -114,3 +116,84 @@ def test_a_port_appl_db_lacks_reads_as_unknown_not_as_down_differing_from_config
     assert missing.speed_mbps is None
     running = ports["Ethernet16"]
     assert (running.admin_state_known, running.admin_up, running.oper_up) == (True, True, False)
+
+
+# -- polled into the portal: stored, counted, published, shown and served as unknown ---------
+
+
+@pytest.fixture
+def polled_mellanox_leaf(settings, monkeypatch):
+    """The dumped leaf in the inventory (its four CONFIG_DB ports), served by the emulated
+    driver (the SSH driver's readers over the same tables) and polled once; the "fabric" event
+    and the link signals the poll sends, captured."""
+    from fabric.drivers.emulated import build_emulated_fabric, reset_emulated_fabric
+    from fabric.polling import poll_fabric
+    from inventory.models import Pod, SwitchPort
+    from inventory.models import Switch as InventorySwitch
+
+    settings.FABRIC_DRIVER = "fabric.drivers.emulated.EmulatedDriver"
+    leaf = InventorySwitch.objects.create(hostname="leaf-mlnx", role=InventorySwitch.Role.LEAF,
+                                          pod=Pod.objects.create(name="p1"), rail=0)
+    for index, name in enumerate(("Ethernet0", "Ethernet8", "Ethernet16", "Ethernet24")):
+        SwitchPort.objects.create(switch=leaf, name=name, index=index)
+    build_emulated_fabric(specs=[], clock=lambda: 1_767_225_600.0,
+                          dumps=[load_dump(MELLANOX_DUMP)])
+    sent: dict[str, dict] = {}
+    signals: list = []
+    monkeypatch.setattr("fabric.polling.publish",
+                        lambda group, event, payload: sent.setdefault(event, payload))
+    monkeypatch.setattr("fabric.polling.notify_fabric_signals", signals.extend)
+    try:
+        poll_fabric(switches=[leaf])
+        yield leaf, sent, signals
+    finally:
+        reset_emulated_fabric()
+
+
+@pytest.mark.django_db
+def test_a_port_appl_db_lacks_is_stored_shown_and_served_as_unknown(polled_mellanox_leaf,
+                                                                    make_user, api_as):
+    """Issue 28: Ethernet24 (CONFIG_DB, no APPL_DB entry) was stored admin down / oper down,
+    so the switch page said "shut / down", the event sent "X" and the API false/false."""
+    from django.test import Client
+
+    from fabric.models import PortCounterLatest, SwitchPollState
+    from inventory.models import SwitchPort
+    from portal.models import Role
+
+    leaf, sent, signals = polled_mellanox_leaf
+    stored = PortCounterLatest.objects.get(port__switch=leaf, port__name="Ethernet24")
+    assert (stored.admin_up, stored.oper_up) == (None, None)
+    assert stored.intent_differences == {}
+    assert SwitchPort.objects.filter(switch=leaf, name="Ethernet24").values_list(
+        "admin_status", "oper_status").get() == ("", "")  # the inventory's unknown
+    running = PortCounterLatest.objects.get(port__switch=leaf, port__name="Ethernet16")
+    assert (running.admin_up, running.oper_up) == (True, False)
+    state = SwitchPollState.objects.get(switch=leaf)
+    assert (state.ports_up, state.ports_down) == (2, 1)  # Ethernet16 down; 24 is neither
+    assert sent["fabric.poll"]["switches"]["leaf-mlnx"]["ports"]["Ethernet24"].startswith("N")
+    assert signals == []  # a first reading, and an unknown one, is no link change
+
+    browser = Client()
+    browser.force_login(make_user(Role.VIEWER))
+    page = browser.get("/fabric/switches/leaf-mlnx/").content.decode()
+    row = page[page.index('<tr data-port="Ethernet24"'):]
+    row = row[:row.index("</tr>")]
+    assert 'data-condition="unknown"' in row and "n/a / n/a" in row
+    assert "shut" not in row and "down" not in row
+
+    ports = api_as(Role.VIEWER).get("/api/fabric/switches/leaf-mlnx/ports/").json()["results"]
+    counters = {port["name"]: port["counters"] for port in ports}
+    assert (counters["Ethernet24"]["admin_up"], counters["Ethernet24"]["oper_up"]) == (
+        None, None)
+    assert (counters["Ethernet16"]["admin_up"], counters["Ethernet16"]["oper_up"]) == (
+        True, False)
+
+
+def test_the_api_schema_says_a_port_state_may_be_unknown():
+    from drf_spectacular.generators import SchemaGenerator
+
+    schemas = SchemaGenerator().get_schema(request=None, public=True)["components"]["schemas"]
+    for name in ("admin_up", "oper_up"):
+        assert schemas["PortCounters"]["properties"][name].get("nullable") is True
+    assert schemas["History"]["properties"]["oper_up"].get("nullable") is True

@@ -342,3 +342,40 @@ def test_a_port_missing_from_the_counter_map_is_a_finding_not_a_gap(small_fleet,
     page = browser.get("/fabric/switches/leaf-p1-r0/").content.decode()
     assert "speed: configured 400G, running 25G" in page
     assert "no counters (not in COUNTERS_PORT_NAME_MAP)" in page and "n/a" in page
+
+
+def test_a_port_state_that_becomes_unknown_is_neither_a_link_change_nor_down(
+        small_fleet, emulated, monkeypatch):
+    """Issue 28: a port that drops out of APPL_DB (intfutil: N/A) was stored admin down / oper
+    down, counted down and signalled as a link going down. Now it is stored unknown (null), the
+    inventory's status is "" (unknown), it is counted neither up nor down, and a change to or
+    from unknown is no LinkChange; between two known states it still is one."""
+    from fabric.hooks import LinkChange
+
+    signals = []
+    monkeypatch.setattr("fabric.polling.notify_fabric_signals", signals.extend)
+    leaf = emulated.switches["leaf-p1-r0"]
+    inventory = set(SwitchPort.objects.filter(switch__hostname="leaf-p1-r0")
+                    .values_list("name", flat=True))
+    gone, half_known = [name for name in leaf.ports
+                        if name in inventory and leaf.neighbor(name) is not None][:2]
+    poll_every_minute(emulated, 1)
+    before = SwitchPollState.objects.get(switch__hostname="leaf-p1-r0")
+    assert (latest("leaf-p1-r0", gone).admin_up, latest("leaf-p1-r0", gone).oper_up) == (
+        True, True)
+    entry = leaf.db.hgetall("APPL_DB", f"PORT_TABLE:{gone}")
+    leaf.db.delete("APPL_DB", f"PORT_TABLE:{gone}")  # portsyncd has not (re)created it
+    leaf.db.hdel("APPL_DB", f"PORT_TABLE:{half_known}", "oper_status")  # admin up, oper N/A
+    poll_every_minute(emulated, 1)
+    row, half = latest("leaf-p1-r0", gone), latest("leaf-p1-r0", half_known)
+    assert (row.admin_up, row.oper_up, half.admin_up, half.oper_up) == (None, None, True, None)
+    assert SwitchPort.objects.get(switch__hostname="leaf-p1-r0", name=gone).oper_status == ""
+    after = SwitchPollState.objects.get(switch__hostname="leaf-p1-r0")
+    assert (after.ports_up, after.ports_down) == (before.ports_up - 2, before.ports_down)
+    assert signals == []
+    leaf.db.hset("APPL_DB", f"PORT_TABLE:{gone}", {**entry, "oper_status": "down"})
+    poll_every_minute(emulated, 1)
+    assert signals == []  # back from unknown: not a link that just went down
+    leaf.db.hset("APPL_DB", f"PORT_TABLE:{gone}", {"oper_status": "up"})
+    poll_every_minute(emulated, 1)
+    assert signals == [LinkChange("leaf-p1-r0", gone, True, True)]

@@ -392,6 +392,8 @@ def test_the_inventory_switch_page_points_at_port_links_that_exist(operator_brow
 @pytest.mark.parametrize(("state", "faces", "condition"), [
     ("U", "nic", "up"), ("X", "nic", "admin-down"), ("D", "switch", "oper-down"),
     ("X", "", "unused"), ("D", "", "unused"), ("U", "", "up"), ("?", "nic", "unpolled"),
+    # N: the switch reports no state (intfutil's N/A); it may carry a link, cable or not.
+    ("N", "nic", "unknown"), ("N", "", "unknown"),
 ])
 def test_a_shut_port_is_told_apart_from_an_unused_one(state, faces, condition):
     from fabric.selectors import HeatCell
@@ -404,8 +406,9 @@ def test_the_switch_page_marks_each_ports_condition(operator_browser, inventory)
     from fabric.models import PortCounterLatest
 
     ports = {port.name: port for port in inventory.leaf.ports.all()}
-    for name, admin_up in (("Ethernet0", False), ("Ethernet16", False), ("Ethernet4", True)):
-        PortCounterLatest.objects.create(port=ports[name], admin_up=admin_up, oper_up=False,
+    for name, admin_up, oper_up in (("Ethernet0", False, False), ("Ethernet16", False, False),
+                                    ("Ethernet4", True, False), ("Ethernet8", None, None)):
+        PortCounterLatest.objects.create(port=ports[name], admin_up=admin_up, oper_up=oper_up,
                                          sampled_at=timezone.now())
     html = operator_browser.get("/fabric/switches/leaf01/").content.decode()
 
@@ -413,5 +416,6 @@ def test_the_switch_page_marks_each_ports_condition(operator_browser, inventory)
         row = html[html.index(f'id="port-{name}"'):]
         return row[row.index('data-condition="') + 16:].split('"', 1)[0]
 
-    assert [condition(name) for name in ("Ethernet0", "Ethernet16", "Ethernet4", "Ethernet12")] \
-        == ["admin-down", "unused", "oper-down", "unpolled"]
+    assert [condition(name) for name in ("Ethernet0", "Ethernet16", "Ethernet4", "Ethernet12",
+                                         "Ethernet8")] \
+        == ["admin-down", "unused", "oper-down", "unpolled", "unknown"]
