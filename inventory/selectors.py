@@ -22,6 +22,7 @@ from inventory.models import (
     Allocation,
     Cable,
     CableStatus,
+    ComponentSwap,
     Node,
     Switch,
     SwitchPort,
@@ -519,3 +520,53 @@ def port_list_with_links(*, user) -> QuerySet[SwitchPort]:
     if not may(user, "read_fabric"):
         return SwitchPort.objects.none()
     return SwitchPort.objects.prefetch_related(_far_end_cables("a"), _far_end_cables("b"))
+
+
+# -- parts swapped: a slot's history and a serial's life ----------------------------------------
+
+
+def swap_list(*, user, filters: dict | None = None) -> QuerySet[ComponentSwap]:
+    """Swaps on the nodes `user` may see, newest first. Filters: node (hostname), kind, serial
+    (in or out), reference."""
+    swaps = ComponentSwap.objects.filter(node__in=visible_nodes(user=user)).select_related(
+        "node", "gpu", "nic", "swapped_by", "returned_from"
+    )
+    filters = {name: value for name, value in (filters or {}).items() if value}
+    if "node" in filters:
+        swaps = swaps.filter(node__hostname=filters["node"])
+    if "kind" in filters:
+        swaps = swaps.filter(kind=filters["kind"])
+    if "serial" in filters:
+        swaps = swaps.filter(Q(serial_in=filters["serial"]) | Q(serial_out=filters["serial"]))
+    if "reference" in filters:
+        swaps = swaps.filter(reference=filters["reference"])
+    return swaps.order_by("-swapped_at", "-pk")
+
+
+@dataclass(frozen=True)
+class PartEvent:
+    """One step in a part's life: it arrived in a slot, or left one (and what replaced it)."""
+
+    at: Any
+    event: str  # "installed" or "removed"
+    slot: str
+    node: str | None
+    reference: str
+    other_serial: str  # what it replaced, or what replaced it
+    returning: bool  # installed again after leaving an earlier slot: a refurbished part
+
+
+def part_history(*, user, serial: str) -> list[PartEvent]:
+    """The life of the part with `serial` as its swaps tell it, oldest first: where it was
+    installed, when it was removed, and where it went next (a refurbished part comes back)."""
+    events: list[PartEvent] = []
+    for swap in swap_list(user=user, filters={"serial": serial}).order_by("swapped_at", "pk"):
+        hostname = swap.node.hostname if swap.node_id else None
+        if swap.serial_out == serial:
+            events.append(PartEvent(swap.swapped_at, "removed", swap.slot, hostname,
+                                    swap.reference, swap.serial_in, False))
+        if swap.serial_in == serial:
+            events.append(PartEvent(swap.swapped_at, "installed", swap.slot, hostname,
+                                    swap.reference, swap.serial_out,
+                                    swap.returned_from_id is not None))
+    return events

@@ -25,6 +25,7 @@ NIC_COLUMNS = (
     "device",
     "netdev",
     "mac",
+    "serial",
     "role",
     "rail",
     "affinity_gpu_id",
@@ -101,6 +102,7 @@ def nic_representations(rows: Iterable[dict], request) -> list[dict]:
             "device": row["device"],
             "netdev": row["netdev"],
             "mac": row["mac"],
+            "serial": row["serial"],
             "role": row["role"],
             "rail": row["rail"],
             "affinity_gpu": (

@@ -246,6 +246,7 @@ class NICSerializer(LinkedMixin, StrictModelSerializer):
             "device",
             "netdev",
             "mac",
+            "serial",
             "role",
             "rail",
             "affinity_gpu",

@@ -1,5 +1,6 @@
 from inventory.models.allocation import Allocation
 from inventory.models.compute import GPU, GPUS_PER_NODE, NIC, RAILS, Node
+from inventory.models.history import ROW_KINDS, ComponentKind, ComponentSwap
 from inventory.models.imports import TopologyImportRun
 from inventory.models.network import Cable, CableStatus, Switch, SwitchPort
 from inventory.models.revision import InventoryRevision
@@ -10,9 +11,12 @@ __all__ = [
     "GPUS_PER_NODE",
     "NIC",
     "RAILS",
+    "ROW_KINDS",
     "Allocation",
     "Cable",
     "CableStatus",
+    "ComponentKind",
+    "ComponentSwap",
     "InventoryRevision",
     "LifecycleStatus",
     "Node",

@@ -103,6 +103,9 @@ class NIC(models.Model):
     device = models.CharField(max_length=32, help_text="mlx5_0, mlx5_bond_0, eno1")
     netdev = models.CharField(max_length=32, blank=True, help_text="Linux interface name")
     mac = models.CharField("MAC", max_length=17, blank=True, help_text="lower case, colons")
+    serial = models.CharField(
+        max_length=64, blank=True, help_text="the adapter's serial; changes when it is replaced"
+    )
     role = models.CharField(max_length=16, choices=Role.choices)
     rail = models.PositiveSmallIntegerField(null=True, blank=True, help_text="0-7, rail NICs only")
     affinity_gpu = models.ForeignKey(
