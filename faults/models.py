@@ -11,8 +11,11 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
+from faults.repair_workflow import RepairStatus, repair_targets
 from faults.workflow import OPEN_STATUSES, Status, allowed_targets
+from inventory.models import ComponentKind
 
 
 class Category(models.TextChoices):
@@ -238,6 +241,7 @@ class TimelineKind(models.TextChoices):
     AUTOMATIC = "automatic"  # a step the policy took (drain queued, GPU marked suspect)
     PROPOSAL = "proposal"  # a step the policy proposes to a person (reboot, reset, RMA)
     CLEARED = "cleared"  # the signal cleared: port up, node healthy, switch answering
+    REPAIR = "repair"  # a vendor repair case opened, moved, or a part swapped
 
 
 class TimelineEntry(models.Model):
@@ -283,3 +287,94 @@ class IntakeRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.channel} #{self.pk} ({'accepted' if self.accepted else 'refused'})"
+
+
+class RepairCase(models.Model):
+    """A vendor case opened from a ticket: who repairs what, under which case number, and the
+    date of each step (faults/repair_workflow.py). A ticket may have several cases (a GPU tray,
+    then the NVLink module), a case several parts."""
+
+    ticket = models.ForeignKey(FaultTicket, on_delete=models.CASCADE, related_name="repair_cases")
+    vendor = models.CharField(max_length=100)
+    vendor_case_number = models.CharField(max_length=100, blank=True, db_index=True)
+    component = models.CharField(
+        max_length=16, choices=ComponentKind.choices, help_text="the failed component"
+    )
+    status = models.CharField(
+        max_length=20, choices=RepairStatus.choices, default=RepairStatus.OPEN, db_index=True
+    )
+    note = models.TextField(blank=True)
+    expected_at = models.DateField(null=True, blank=True, help_text="the vendor's promised date")
+    opened_at = models.DateTimeField()
+    waiting_for_part_at = models.DateTimeField(null=True, blank=True)
+    part_received_at = models.DateTimeField(null=True, blank=True)
+    installed_at = models.DateTimeField(null=True, blank=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
+    opened_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["opened_at", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.reference} ({self.vendor} {self.vendor_case_number})"
+
+    @property
+    def reference(self) -> str:
+        return f"RC-{self.pk}"
+
+    @property
+    def allowed_targets(self) -> tuple[str, ...]:
+        return repair_targets(self.status)
+
+    @property
+    def waited_for_part(self):
+        """How long the node waited for the part: from the first request to the arrival (so
+        far, while it is still awaited); None when no part was ever awaited."""
+        if self.waiting_for_part_at is None:
+            return None
+        if self.part_received_at and self.part_received_at >= self.waiting_for_part_at:
+            return self.part_received_at - self.waiting_for_part_at
+        if self.status == RepairStatus.WAITING_FOR_PART:
+            return timezone.now() - self.waiting_for_part_at
+        return None
+
+
+class RepairPart(models.Model):
+    """One part of a case: its slot (the node, and its GPU, NIC or position), and once it went
+    in, the inventory's record of the swap (serial out and in)."""
+
+    case = models.ForeignKey(RepairCase, on_delete=models.CASCADE, related_name="parts")
+    kind = models.CharField(max_length=16, choices=ComponentKind.choices)
+    node = models.ForeignKey(
+        "inventory.Node", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    gpu = models.ForeignKey(
+        "inventory.GPU", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    nic = models.ForeignKey(
+        "inventory.NIC", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    position = models.CharField(max_length=32, blank=True, help_text="PSU1, NVMe2, tray")
+    description = models.CharField(max_length=200, blank=True, help_text="part number, FRU")
+    swap = models.OneToOneField(
+        "inventory.ComponentSwap",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="repair_part",
+        help_text="the inventory's record of the part going in",
+    )
+
+    class Meta:
+        ordering = ["pk"]
+
+    def __str__(self) -> str:
+        return f"{self.case.reference} part #{self.pk}: {self.get_kind_display()}"
+
+    @property
+    def installed(self) -> bool:
+        return self.swap_id is not None

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from django.db.models import Q, QuerySet
+from django.db.models import Prefetch, Q, QuerySet
 
-from faults.models import FaultTicket, IntakeRecord, TimelineEntry
+from faults.models import FaultTicket, IntakeRecord, RepairCase, RepairPart, TimelineEntry
 from faults.policies import repeat_threshold
 from faults.workflow import BOARD_STATUSES, OPEN_STATUSES, is_reopenable
 from inventory.models import Node
@@ -150,3 +150,33 @@ def open_ticket_resume_blockers(nodes: Sequence[Node]) -> dict[str, str]:
         host = ticket.node.hostname
         blockers[host] = f"{blockers[host]}; {why}" if host in blockers else why
     return blockers
+
+
+# -- repair cases --------------------------------------------------------------------------------
+
+
+def repair_case_list(*, user, filters: dict | None = None) -> QuerySet[RepairCase]:
+    """Repair cases of the tickets `user` may see, with their parts and the swaps that put them
+    in (one query each, whatever the page size). Filters: ticket (id), status, vendor, node."""
+    if not may(user, "read_faults"):
+        return RepairCase.objects.none()
+    parts = RepairPart.objects.select_related("node", "gpu", "nic", "swap__returned_from")
+    cases = RepairCase.objects.select_related("ticket", "opened_by").prefetch_related(
+        Prefetch("parts", queryset=parts.order_by("pk"))
+    )
+    filters = {name: value for name, value in (filters or {}).items() if value}
+    if "ticket" in filters:
+        if not str(filters["ticket"]).isdigit():
+            return RepairCase.objects.none()
+        cases = cases.filter(ticket_id=int(filters["ticket"]))
+    if "status" in filters:
+        cases = cases.filter(status=filters["status"])
+    if "vendor" in filters:
+        cases = cases.filter(vendor__iexact=filters["vendor"])
+    if "node" in filters:
+        cases = cases.filter(ticket__node__hostname=filters["node"])
+    return cases.order_by("opened_at", "pk")
+
+
+def ticket_repair_cases(*, user, ticket: FaultTicket) -> list[RepairCase]:
+    return list(repair_case_list(user=user, filters={"ticket": ticket.pk}))

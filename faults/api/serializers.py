@@ -13,13 +13,18 @@ from faults.models import (
     FaultTransition,
     IntakeRecord,
     RecoveryMethod,
+    RepairCase,
+    RepairPart,
     Source,
     TimelineEntry,
 )
 from faults.parsing import DEFAULT_ALERTNAME_KINDS
 from faults.policies import KNOWN_XIDS, PLATFORM_KINDS
+from faults.repair_workflow import RepairStatus
 from faults.services.recovery import RECOVERY_STEP_NAMES, recovery_steps
 from faults.workflow import Status, allowed_targets
+from inventory.models import GPUS_PER_NODE, ComponentKind, ComponentSwap
+from portal.api.serializers import StrictSerializer
 
 
 class TicketSerializer(serializers.ModelSerializer):
@@ -278,3 +283,114 @@ class StatisticsSerializer(serializers.Serializer):
     overall = TimesSerializer()
     mtbf_by_node = NodeMtbfSerializer(many=True)
     mtbf_by_gpu_serial = GpuMtbfSerializer(many=True)
+
+
+# -- repair cases ---------------------------------------------------------------------------------
+
+
+class SwapSerializer(serializers.ModelSerializer):
+    """The inventory's record of a part going in (inventory.ComponentSwap)."""
+
+    returned_from_slot = serializers.CharField(
+        source="returned_from.slot", default=None, read_only=True,
+        help_text="a returning (refurbished) part: the slot it left before",
+    )
+    swapped_by = serializers.CharField(source="swapped_by.username", default=None, read_only=True)
+
+    class Meta:
+        model = ComponentSwap
+        fields = ["id", "kind", "slot", "serial_out", "serial_in", "uuid_out", "uuid_in",
+                  "mac_out", "mac_in", "firmware_version_in", "returned_from",
+                  "returned_from_slot", "reference", "swapped_at", "swapped_by"]
+        read_only_fields = fields
+
+
+class RepairPartSerializer(serializers.ModelSerializer):
+    node = serializers.CharField(source="node.hostname", default=None, read_only=True)
+    gpu_index = serializers.IntegerField(source="gpu.index", default=None, read_only=True)
+    nic = serializers.CharField(source="nic.device", default=None, read_only=True)
+    installed = serializers.BooleanField(read_only=True)
+    swap = SwapSerializer(read_only=True, allow_null=True)
+
+    class Meta:
+        model = RepairPart
+        fields = ["id", "kind", "node", "gpu_index", "nic", "position", "description",
+                  "installed", "swap"]
+        read_only_fields = fields
+
+
+class RepairCaseSerializer(serializers.ModelSerializer):
+    reference = serializers.CharField(read_only=True)
+    ticket_reference = serializers.CharField(source="ticket.reference", read_only=True)
+    opened_by = serializers.CharField(source="opened_by.username", default=None, read_only=True)
+    allowed_transitions = serializers.SerializerMethodField()
+    waited_for_part_hours = serializers.SerializerMethodField(
+        help_text="how long the node waited for the part (so far, while it is awaited)"
+    )
+    parts = RepairPartSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = RepairCase
+        fields = ["id", "reference", "ticket", "ticket_reference", "vendor",
+                  "vendor_case_number", "component", "status", "allowed_transitions", "note",
+                  "expected_at", "opened_at", "waiting_for_part_at", "part_received_at",
+                  "installed_at", "closed_at", "waited_for_part_hours", "opened_by", "parts"]
+        read_only_fields = fields
+
+    def get_allowed_transitions(self, case) -> list[str]:
+        return list(case.allowed_targets)
+
+    def get_waited_for_part_hours(self, case) -> float | None:
+        waited = case.waited_for_part
+        return round(waited.total_seconds() / 3600, 2) if waited is not None else None
+
+
+class RepairPartRequestSerializer(StrictSerializer):
+    kind = serializers.ChoiceField(choices=ComponentKind.choices)
+    node = serializers.CharField(required=False, allow_blank=True, max_length=64,
+                                 help_text="hostname; the ticket's node when left out")
+    gpu_index = serializers.IntegerField(required=False, allow_null=True, min_value=0,
+                                         max_value=GPUS_PER_NODE - 1, help_text="kind gpu")
+    nic = serializers.CharField(required=False, allow_blank=True, max_length=32,
+                                help_text="NIC device, e.g. mlx5_0 (kind nic or transceiver)")
+    position = serializers.CharField(required=False, allow_blank=True, max_length=32,
+                                     help_text="PSU1, NVMe2, tray (the other kinds)")
+    description = serializers.CharField(required=False, allow_blank=True, max_length=200)
+
+
+class RepairCaseCreateSerializer(StrictSerializer):
+    ticket = serializers.IntegerField(min_value=1, max_value=2**31 - 1)
+    vendor = serializers.CharField(max_length=100)
+    vendor_case_number = serializers.CharField(required=False, allow_blank=True, max_length=100)
+    component = serializers.ChoiceField(choices=ComponentKind.choices,
+                                        help_text="the failed component")
+    opened_at = serializers.DateTimeField(required=False, allow_null=True)
+    expected_at = serializers.DateField(required=False, allow_null=True)
+    note = serializers.CharField(required=False, allow_blank=True, max_length=5000)
+    parts = RepairPartRequestSerializer(many=True, required=False, max_length=20)
+
+
+class RepairTransitionSerializer(StrictSerializer):
+    to_status = serializers.ChoiceField(choices=RepairStatus.choices)
+    at = serializers.DateTimeField(required=False, allow_null=True,
+                                   help_text="when the step happened; now when left out")
+    note = serializers.CharField(required=False, allow_blank=True, max_length=5000)
+    expected_at = serializers.DateField(required=False, allow_null=True)
+
+
+class RepairInstallSerializer(StrictSerializer):
+    part = serializers.IntegerField(min_value=1, max_value=2**31 - 1)
+    serial_in = serializers.CharField(max_length=64)
+    uuid_in = serializers.CharField(required=False, allow_blank=True, max_length=64,
+                                    help_text="a GPU's UUID (GPU-...)")
+    mac_in = serializers.CharField(required=False, allow_blank=True, max_length=17,
+                                   help_text="a NIC's MAC")
+    firmware_version_in = serializers.CharField(
+        required=False, allow_blank=True, max_length=64,
+        help_text="optional: the part's firmware as its BMC reports it (no BMC driver yet)",
+    )
+    serial_out = serializers.CharField(
+        required=False, allow_blank=True, max_length=64,
+        help_text="only for a positional part (PSU, disk, tray) the inventory never knew",
+    )
+    installed_at = serializers.DateTimeField(required=False, allow_null=True)

@@ -10,6 +10,7 @@ app_name = "faults"
 router = DefaultRouter(trailing_slash="/?")
 router.register("tickets", views.TicketViewSet, basename="ticket")
 router.register("intake", views.IntakeRecordViewSet, basename="intakerecord")
+router.register("repair-cases", views.RepairCaseViewSet, basename="repaircase")
 
 urlpatterns = [
     path("events/", views.PlatformEventView.as_view(), name="platform-events"),

@@ -13,9 +13,9 @@ from rest_framework.views import APIView
 
 from faults import selectors, statistics
 from faults.api import serializers as fault_serializers
-from faults.models import FaultTicket, IntakeRecord
+from faults.models import FaultTicket, IntakeRecord, RepairCase
 from faults.parsing import reported_gpu
-from faults.services import intake, tickets
+from faults.services import intake, repairs, tickets
 from faults.services.recovery import recovery_steps, request_recovery
 from inventory.models import Node, Switch
 from portal.api.serializers import ActionSerializer
@@ -247,3 +247,110 @@ class StatisticsView(FaultPermissions, APIView):
                     raise InvalidInput({name: ["Use an ISO 8601 date and time."]}) from None
         data = statistics.fault_statistics(**bounds)
         return Response(fault_serializers.StatisticsSerializer(data).data)
+
+
+REPAIR_FILTERS = ("ticket", "status", "vendor", "node")
+
+
+class RepairCaseViewSet(
+    FaultPermissions,
+    SelectorQuerysetMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Vendor repair cases opened from tickets, their parts, and the parts' swaps in the
+    inventory. Filters: ticket (id), status, vendor, node (the ticket's)."""
+
+    queryset = RepairCase.objects.none()
+    serializer_class = fault_serializers.RepairCaseSerializer
+    filter_backends: list = []  # the selector filters; see REPAIR_FILTERS
+
+    def restrict_queryset(self, user):
+        filters = {name: self.request.query_params.get(name) for name in REPAIR_FILTERS}
+        return selectors.repair_case_list(user=user, filters=filters)
+
+    def _reread(self, case) -> dict:
+        case = selectors.repair_case_list(user=self.request.user).get(pk=case.pk)
+        return fault_serializers.RepairCaseSerializer(case).data
+
+    @extend_schema(
+        summary="List repair cases",
+        parameters=[OpenApiParameter(name, OpenApiTypes.STR) for name in REPAIR_FILTERS],
+    )
+    def list(self, request, *args, **kwargs):
+        return super().list(request, *args, **kwargs)
+
+    @extend_schema(
+        summary="Open a vendor repair case on a ticket, with its parts",
+        request=fault_serializers.RepairCaseCreateSerializer,
+        responses={201: fault_serializers.RepairCaseSerializer,
+                   400: OpenApiResponse(description="A field names the problem (an unknown "
+                                                    "ticket, part type or slot, a date before "
+                                                    "the ticket); nothing is written")},
+    )
+    def create(self, request, *args, **kwargs):
+        body = fault_serializers.RepairCaseCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = dict(body.validated_data)
+        ticket = selectors.ticket_get(user=request.user, pk=data.pop("ticket"))
+        if ticket is None:
+            raise InvalidInput({"ticket": ["No such ticket."]})
+        parts = [repairs.PartRequest(**part) for part in data.pop("parts", [])]
+        case = repairs.open_repair_case(ticket=ticket, actor=request.user, parts=parts, **data)
+        return Response(self._reread(case), status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        summary="Move a repair case along its workflow, dated",
+        request=fault_serializers.RepairTransitionSerializer,
+        responses={200: fault_serializers.RepairCaseSerializer,
+                   400: OpenApiResponse(description="`at` before the case opened or in the "
+                                                    "future; `parts` not all installed"),
+                   409: OpenApiResponse(description="Not allowed from this state; `allowed` "
+                                                    "names the states that are")},
+    )
+    @action(detail=True, methods=["post"])
+    def transition(self, request, pk=None):
+        body = fault_serializers.RepairTransitionSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        case = repairs.transition_repair_case(
+            case=self.get_object(), actor=request.user, **body.validated_data
+        )
+        return Response(self._reread(case))
+
+    @extend_schema(
+        summary="Add a part to a repair case",
+        request=fault_serializers.RepairPartRequestSerializer,
+        responses={201: fault_serializers.RepairCaseSerializer,
+                   409: OpenApiResponse(description="The case is installed or closed")},
+    )
+    @action(detail=True, methods=["post"])
+    def parts(self, request, pk=None):
+        body = fault_serializers.RepairPartRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        case = self.get_object()
+        repairs.add_repair_part(case=case, request=repairs.PartRequest(**body.validated_data),
+                                actor=request.user)
+        return Response(self._reread(case), status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        summary="Install a part: its serial replaces the slot's in the inventory, with history",
+        request=fault_serializers.RepairInstallSerializer,
+        responses={200: fault_serializers.RepairCaseSerializer,
+                   400: OpenApiResponse(description="`part` unknown, `serial_in` installed "
+                                                    "elsewhere, `installed_at` before the case "
+                                                    "opened; nothing is written"),
+                   409: OpenApiResponse(description="The part is not received or already in")},
+    )
+    @action(detail=True, methods=["post"])
+    def install(self, request, pk=None):
+        body = fault_serializers.RepairInstallSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = dict(body.validated_data)
+        case = self.get_object()
+        part = case.parts.filter(pk=data.pop("part")).first()
+        if part is None:
+            raise InvalidInput({"part": [f"{case.reference} has no such part."]})
+        repairs.install_repair_part(case=case, part=part, actor=request.user, **data)
+        return Response(self._reread(case))
