@@ -357,6 +357,27 @@ MATRIX: dict[str, Route] = {
             ),
         )
     ),
+    # --- repair cases (issue 25): the tickets' permissions ----------------------------------
+    "api:faults:repaircase-list": Route(
+        (
+            get("/api/faults/repair-cases/", api("read_faults")),
+            post("/api/faults/repair-cases/", api("respond_to_faults", 400)),
+        )
+    ),
+    "api:faults:repaircase-detail": Route(
+        (get(lambda w: f"/api/faults/repair-cases/{w.repair_case.pk}/", api("read_faults")),)
+    ),
+    **{
+        f"api:faults:repaircase-{step}": Route(
+            (
+                post(
+                    lambda w, s=step: f"/api/faults/repair-cases/{w.repair_case.pk}/{s}/",
+                    api("respond_to_faults", 400),
+                ),
+            )
+        )
+        for step in ("transition", "parts", "install")
+    },
     "api:faults:ticket-recovery": Route(
         (
             post(
@@ -503,6 +524,17 @@ def _inventory_rows() -> dict[str, Route]:
                 note="tenant-private: viewers see none",
             ),
             *rows["api:inventory:allocation-detail"].probes,
+        )
+    )
+    rows["api:inventory:swap-list"] = Route((get("/api/inventory/swaps/", api("read_inventory")),))
+    rows["api:inventory:swap-detail"] = Route(
+        (
+            get(lambda w: f"/api/inventory/swaps/{w.own_swap.pk}/", api("read_inventory")),
+            get(
+                lambda w: f"/api/inventory/swaps/{w.other_swap.pk}/",
+                api("read_inventory", tenant_admin=404),
+                note="a swap on another tenant's node",
+            ),
         )
     )
     rows["api:inventory:api-root"] = Route((get("/api/inventory/", api("read_cluster")),))

@@ -18,9 +18,11 @@ from rest_framework.test import APIClient
 
 from faults.models import IntakeRecord
 from faults.services.intake import submit_user_report
+from faults.services.repairs import PartRequest, open_repair_case
 from inventory.allocations import allocation_create
 from inventory.models import GPU, NIC, LifecycleStatus, Node, Pod, Rack, Switch, SwitchPort
 from inventory.services import cable_create
+from inventory.swaps import component_replace, slot_for
 from jobs.models import Job
 from portal.actions.canary import CANARY_KIND
 from portal.models import AuditEntry, Role
@@ -94,6 +96,13 @@ def world(make_user, tenant_a, tenant_b):
         source="squeue",
     )
     ticket, _ = submit_user_report(reported_by=users[Role.ONCALL], summary="probe", node=node)
+    repair_case = open_repair_case(
+        ticket=ticket, vendor="probe", component="gpu", actor=None,
+        parts=[PartRequest(kind="gpu", gpu_index=0)],
+    )
+    own_swap = component_replace(slot=slot_for(kind="node", node=node), serial_in="PROBE-1")
+    other_swap = component_replace(slot=slot_for(kind="node", node=other_node),
+                                   serial_in="PROBE-2")
     return SimpleNamespace(
         users=users,
         own_tenant=tenant_a,
@@ -105,6 +114,9 @@ def world(make_user, tenant_a, tenant_b):
         switch=switch,
         port=port,
         ticket=ticket,
+        repair_case=repair_case,
+        own_swap=own_swap,
+        other_swap=other_swap,
         own_job=own_job,
         rack=rack,
         other_node=other_node,

@@ -23,7 +23,8 @@ from faults.policies import KNOWN_XIDS, PLATFORM_KINDS
 from faults.repair_workflow import RepairStatus
 from faults.services.recovery import RECOVERY_STEP_NAMES, recovery_steps
 from faults.workflow import Status, allowed_targets
-from inventory.models import GPUS_PER_NODE, ComponentKind, ComponentSwap
+from inventory.api.serializers import ComponentSwapSerializer
+from inventory.models import GPUS_PER_NODE, ComponentKind
 from portal.api.serializers import StrictSerializer
 
 
@@ -288,29 +289,12 @@ class StatisticsSerializer(serializers.Serializer):
 # -- repair cases ---------------------------------------------------------------------------------
 
 
-class SwapSerializer(serializers.ModelSerializer):
-    """The inventory's record of a part going in (inventory.ComponentSwap)."""
-
-    returned_from_slot = serializers.CharField(
-        source="returned_from.slot", default=None, read_only=True,
-        help_text="a returning (refurbished) part: the slot it left before",
-    )
-    swapped_by = serializers.CharField(source="swapped_by.username", default=None, read_only=True)
-
-    class Meta:
-        model = ComponentSwap
-        fields = ["id", "kind", "slot", "serial_out", "serial_in", "uuid_out", "uuid_in",
-                  "mac_out", "mac_in", "firmware_version_in", "returned_from",
-                  "returned_from_slot", "reference", "swapped_at", "swapped_by"]
-        read_only_fields = fields
-
-
 class RepairPartSerializer(serializers.ModelSerializer):
     node = serializers.CharField(source="node.hostname", default=None, read_only=True)
     gpu_index = serializers.IntegerField(source="gpu.index", default=None, read_only=True)
     nic = serializers.CharField(source="nic.device", default=None, read_only=True)
     installed = serializers.BooleanField(read_only=True)
-    swap = SwapSerializer(read_only=True, allow_null=True)
+    swap = ComponentSwapSerializer(read_only=True, allow_null=True)
 
     class Meta:
         model = RepairPart

@@ -23,6 +23,7 @@ from inventory.models import (
     Allocation,
     Cable,
     CableStatus,
+    ComponentSwap,
     Node,
     Pod,
     Rack,
@@ -609,3 +610,24 @@ class BulkErrorSerializer(serializers.Serializer):
         help_text="One entry per bad item; absent when the request as a whole was refused "
         "(not JSON, a NUL character)",
     )
+
+
+class ComponentSwapSerializer(serializers.ModelSerializer):
+    """A part swapped in a slot: what left and what arrived (inventory.swaps)."""
+
+    node = serializers.CharField(source="node.hostname", default=None, read_only=True)
+    gpu_index = serializers.IntegerField(source="gpu.index", default=None, read_only=True)
+    nic = serializers.CharField(source="nic.device", default=None, read_only=True)
+    returned_from_slot = serializers.CharField(
+        source="returned_from.slot", default=None, read_only=True,
+        help_text="a returning (refurbished) part: the slot it left before",
+    )
+    swapped_by = serializers.CharField(source="swapped_by.username", default=None, read_only=True)
+
+    class Meta:
+        model = ComponentSwap
+        fields = ["id", "kind", "node", "gpu_index", "nic", "cable", "cable_side", "position",
+                  "slot", "serial_out", "serial_in", "uuid_out", "uuid_in", "mac_out", "mac_in",
+                  "firmware_version_in", "returned_from", "returned_from_slot", "reference",
+                  "note", "swapped_at", "swapped_by"]
+        read_only_fields = fields

@@ -17,6 +17,7 @@ router.register("switches", views.SwitchViewSet, basename="switch")
 router.register("ports", views.SwitchPortViewSet, basename="port")
 router.register("cables", views.CableViewSet, basename="cable")
 router.register("allocations", views.AllocationViewSet, basename="allocation")
+router.register("swaps", views.ComponentSwapViewSet, basename="swap")
 
 urlpatterns = [
     path("topology/import", views.TopologyImportView.as_view(), name="topology-import"),

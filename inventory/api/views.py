@@ -23,7 +23,18 @@ from inventory.api.errors import integrity_error_fields
 from inventory.api.pagination import InventoryCursorPagination
 from inventory.api.parsers import TextYAMLParser, YAMLParser
 from inventory.api.prefetch import related_paths
-from inventory.models import GPU, NIC, Allocation, Cable, Node, Pod, Rack, Switch, SwitchPort
+from inventory.models import (
+    GPU,
+    NIC,
+    Allocation,
+    Cable,
+    ComponentSwap,
+    Node,
+    Pod,
+    Rack,
+    Switch,
+    SwitchPort,
+)
 from inventory.services import cable_create_on_rail, cable_update
 from inventory.topology.importer import import_topology
 from inventory.topology.spec import spec_from_yaml
@@ -135,7 +146,7 @@ class NICViewSet(CursorPaginatedMixin, InventoryViewSet):
     queryset = NIC.objects.none()
     serializer_class = inventory_serializers.NICSerializer
     filterset_class = filtersets.NICFilterSet
-    search_fields = ["device", "netdev", "mac", "node__hostname"]
+    search_fields = ["device", "netdev", "mac", "serial", "node__hostname"]
     ordering_fields = ["id", "rail", "device"]
     # The fabric behind a NIC (leafs, spines) is not part of a tenant's slice (see selectors).
     action_capabilities = {"cable_trace": "read_fabric"}
@@ -375,3 +386,30 @@ class TopologyValidationView(APIView):
         violations = [violation.as_dict() for violation in current_violations(rules=rules)]
         body = {"count": len(violations), "rules": RULES, "violations": violations}
         return Response(inventory_serializers.ValidationReportSerializer(body).data)
+
+
+SWAP_FILTERS = ("node", "kind", "serial", "reference")
+
+
+class ComponentSwapViewSet(SelectorQuerysetMixin, viewsets.ReadOnlyModelViewSet):
+    """Parts swapped in slots, newest first: the history of a GPU, NIC, transceiver, node or a
+    positional part, and of a serial (in or out). Written by repair cases
+    (/api/faults/repair-cases/{id}/install/), never edited. Filters: node (hostname), kind,
+    serial, reference (RC-12)."""
+
+    read_capability = "read_inventory"
+    write_capability = "write_inventory"
+    queryset = ComponentSwap.objects.none()
+    serializer_class = inventory_serializers.ComponentSwapSerializer
+    filter_backends: list = []  # the selector filters; see SWAP_FILTERS
+
+    def restrict_queryset(self, user):
+        filters = {name: self.request.query_params.get(name) for name in SWAP_FILTERS}
+        return selectors.swap_list(user=user, filters=filters)
+
+    @extend_schema(
+        summary="Parts swapped in slots (history)",
+        parameters=[OpenApiParameter(name, OpenApiTypes.STR) for name in SWAP_FILTERS],
+    )
+    def list(self, request, *args, **kwargs):
+        return super().list(request, *args, **kwargs)
