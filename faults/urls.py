@@ -17,4 +17,9 @@ urlpatterns = [
     path("<int:pk>/notes/", views.NoteView.as_view(), name="note"),
     path("<int:pk>/reopen/", views.ReopenView.as_view(), name="reopen"),
     path("<int:pk>/recovery/", views.RecoveryView.as_view(), name="recovery"),
+    path("<int:pk>/repairs/", views.RepairOpenView.as_view(), name="repair-open"),
+    path("<int:pk>/repairs/<int:case_pk>/transition/", views.RepairTransitionView.as_view(),
+         name="repair-transition"),
+    path("<int:pk>/repairs/<int:case_pk>/install/", views.RepairInstallView.as_view(),
+         name="repair-install"),
 ]

@@ -5,7 +5,8 @@ from __future__ import annotations
 from django.contrib import messages
 from django.http import Http404
 from django.shortcuts import redirect, render
-from django.utils.dateparse import parse_datetime
+from django.utils import timezone
+from django.utils.dateparse import parse_date, parse_datetime
 from django.views import View
 from django.views.generic import ListView, TemplateView
 
@@ -14,10 +15,11 @@ from faults.forms import TransitionForm, UserReportForm
 from faults.hooks import visible_impact
 from faults.models import Category, RecoveryMethod, Source
 from faults.parsing import reported_gpu
-from faults.services import intake, tickets
+from faults.repair_workflow import RepairStatus
+from faults.services import intake, repairs, tickets
 from faults.services.recovery import recovery_steps, request_recovery
 from faults.workflow import Status, allowed_targets
-from inventory.models import Pod
+from inventory.models import ComponentKind, Pod
 from portal.errors import Conflict, InvalidInput, ServiceError
 from portal.ordering import Ordering, SortableListMixin
 from portal.roles import may
@@ -131,6 +133,9 @@ class TicketDetailView(RoleRequiredMixin, TemplateView):
             impact_captured_at=parse_datetime((ticket.impact or {}).get("captured_at") or ""),
             allowed_choices=[(value, Status(value).label)
                              for value in allowed_targets(ticket.status)],
+            repair_cases=selectors.ticket_repair_cases(user=self.request.user, ticket=ticket),
+            repair_statuses=RepairStatus.choices,
+            component_kinds=ComponentKind.choices,
         )
         return context
 
@@ -150,6 +155,11 @@ class TicketDetailView(RoleRequiredMixin, TemplateView):
                 "rma_case_number": transition.get("rma_case_number", ticket.rma_case_number),
                 "rma_expected_at": transition.get("rma_expected_at", expected),
                 "note": transition.get("note", ""),
+            },
+            "repair_values": {
+                name: kept.get(name, "") if operation == "repair" else ""
+                for name in ("vendor", "vendor_case_number", "component", "gpu_index", "nic",
+                             "position", "expected_at")
             },
             "note_text": kept.get("text", "") if operation == "note" else "",
             "reopen_note": kept.get("note", "") if operation == "reopen" else "",
@@ -307,3 +317,101 @@ class StatisticsView(RoleRequiredMixin, TemplateView):
                  for value, label in Category.choices if value in SHORT_CATEGORY_LABELS]
         context.update(stats=stats, chart=chart, month_columns=short)
         return context
+
+
+# -- repair cases (the ticket page's panel) -------------------------------------------------------
+
+
+def _form_datetime(request, name: str):
+    """A datetime-local field (the browser's wall clock, in the portal's time zone), or None."""
+    text = (request.POST.get(name) or "").strip()
+    if not text:
+        return None
+    value = parse_datetime(text)
+    if value is None:
+        raise InvalidInput({name: ["Use a date and time, e.g. 2025-03-01T14:30."]})
+    return timezone.make_aware(value) if timezone.is_naive(value) else value
+
+
+def _form_date(request, name: str):
+    text = (request.POST.get(name) or "").strip()
+    if not text:
+        return None
+    value = parse_date(text)
+    if value is None:
+        raise InvalidInput({name: ["Use a date, e.g. 2025-03-14."]})
+    return value
+
+
+def _visible_case(request, ticket, case_pk: int):
+    case = selectors.repair_case_list(user=request.user, filters={"ticket": ticket.pk}).filter(
+        pk=case_pk).first()
+    if case is None:
+        raise Http404("No such repair case on this ticket")
+    return case
+
+
+class RepairOpenView(TicketActView):
+    """Open a vendor case with its first part, in the slot the form names on the ticket's
+    node (the failed component is the part to replace)."""
+
+    operation = "repair"
+    says_done = False  # its own message names the case
+
+    def perform(self, request, ticket):
+        component = request.POST.get("component", "")
+        index = (request.POST.get("gpu_index") or "").strip()
+        if index and not index.isdigit():
+            raise InvalidInput({"gpu_index": ["A GPU index is a number, 0-7."]})
+        part = repairs.PartRequest(
+            kind=component, gpu_index=int(index) if index else None,
+            nic=(request.POST.get("nic") or "").strip(),
+            position=(request.POST.get("position") or "").strip(),
+        )
+        case = repairs.open_repair_case(
+            ticket=ticket, vendor=request.POST.get("vendor", ""), component=component,
+            vendor_case_number=request.POST.get("vendor_case_number", ""),
+            expected_at=_form_date(request, "expected_at"), parts=[part], actor=request.user,
+            via="ui",
+        )
+        messages.info(request, f"{case.reference} opened.")
+        return ticket
+
+
+class RepairTransitionView(TicketActView):
+    operation = "repair case move"
+
+    def post(self, request, pk, case_pk):
+        self.case_pk = case_pk
+        return super().post(request, pk)
+
+    def perform(self, request, ticket):
+        case = _visible_case(request, ticket, self.case_pk)
+        repairs.transition_repair_case(
+            case=case, to_status=request.POST.get("to_status", ""),
+            at=_form_datetime(request, "at"), note=request.POST.get("note", ""),
+            actor=request.user, via="ui",
+        )
+        return ticket
+
+
+class RepairInstallView(TicketActView):
+    operation = "part install"
+
+    def post(self, request, pk, case_pk):
+        self.case_pk = case_pk
+        return super().post(request, pk)
+
+    def perform(self, request, ticket):
+        case = _visible_case(request, ticket, self.case_pk)
+        part_pk = (request.POST.get("part") or "").strip()
+        part = case.parts.filter(pk=int(part_pk)).first() if part_pk.isdigit() else None
+        if part is None:
+            raise InvalidInput({"part": [f"{case.reference} has no such part."]})
+        repairs.install_repair_part(
+            case=case, part=part, serial_in=request.POST.get("serial_in", ""),
+            uuid_in=request.POST.get("uuid_in", ""), mac_in=request.POST.get("mac_in", ""),
+            firmware_version_in=request.POST.get("firmware_version_in", ""),
+            installed_at=_form_datetime(request, "installed_at"), actor=request.user, via="ui",
+        )
+        return ticket

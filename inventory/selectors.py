@@ -570,3 +570,22 @@ def part_history(*, user, serial: str) -> list[PartEvent]:
                                     swap.reference, swap.serial_out,
                                     swap.returned_from_id is not None))
     return events
+
+
+def part_installed_in(*, user, serial: str) -> str | None:
+    """The slot (among the nodes `user` sees) whose GPU, NIC, node or last swap holds `serial`
+    now, or None."""
+    nodes = visible_nodes(user=user)
+    gpu = GPU.objects.filter(serial=serial, node__in=nodes).select_related("node").first()
+    if gpu is not None:
+        return f"{gpu.node.hostname} GPU{gpu.index}"
+    nic = NIC.objects.filter(serial=serial, node__in=nodes).select_related("node").first()
+    if nic is not None:
+        return f"{nic.node.hostname} {nic.device}"
+    node = nodes.filter(serial=serial).first()
+    if node is not None:
+        return node.hostname
+    events = part_history(user=user, serial=serial)
+    if events and events[-1].event == "installed":
+        return events[-1].slot
+    return None

@@ -312,6 +312,25 @@ MATRIX: dict[str, Route] = {
             ),
         )
     ),
+    "faults:repair-open": Route(
+        (post(lambda w: f"/faults/{w.ticket.pk}/repairs/", page("respond_to_faults", 400)),)
+    ),
+    "faults:repair-transition": Route(
+        (
+            post(
+                lambda w: f"/faults/{w.ticket.pk}/repairs/{w.repair_case.pk}/transition/",
+                page("respond_to_faults", 400),
+            ),
+        )
+    ),
+    "faults:repair-install": Route(
+        (
+            post(
+                lambda w: f"/faults/{w.ticket.pk}/repairs/{w.repair_case.pk}/install/",
+                page("respond_to_faults", 400),
+            ),
+        )
+    ),
     "api:faults:api-root": Route((get("/api/faults/", api("read_faults")),)),
     "api:faults:ticket-list": Route(
         (
@@ -576,6 +595,15 @@ MATRIX.update(
                 get(
                     lambda w: f"/inventory/nodes/{w.other_node.hostname}/",
                     page("read_inventory", tenant_admin=404),
+                ),
+            )
+        ),
+        "inventory:part-history": Route(
+            (
+                get(
+                    lambda w: f"/inventory/parts/{w.own_swap.serial_in}/",
+                    page("read_inventory"),
+                    note="a tenant admin sees only the swaps on their nodes",
                 ),
             )
         ),

@@ -22,3 +22,18 @@ def node_fault_panel(context, node) -> dict:
         "open": list(selectors.node_open_tickets(user=user, node=node)),
         "total": selectors.ticket_list(user=user).filter(node=node).count(),
     }
+
+
+@register.filter
+def duration_text(value) -> str:
+    """A timedelta as people say it: "8 d 3 h", "5 h 20 min", "12 min"."""
+    if value is None:
+        return ""
+    minutes = int(value.total_seconds() // 60)
+    days, minutes = divmod(minutes, 24 * 60)
+    hours, minutes = divmod(minutes, 60)
+    if days:
+        return f"{days} d {hours} h"
+    if hours:
+        return f"{hours} h {minutes} min"
+    return f"{minutes} min"

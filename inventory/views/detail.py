@@ -37,6 +37,26 @@ class NodeDetailView(InventoryPageMixin, TemplateView):
             rail_picture_height=2 * RAIL_TOP + (len(rail_map) - 1) * RAIL_ROW,
             rail_nic_count=sum(1 for nic in nics if nic.role == NIC.Role.RAIL),
             node_panels=node_panels(),
+            swaps=selectors.swap_list(user=self.request.user,
+                                      filters={"node": node.hostname})[:50],
+        )
+        return context
+
+
+class PartHistoryView(InventoryPageMixin, TemplateView):
+    """One serial's life: the slots it went into and came out of, and what replaced it."""
+
+    section = "search"
+    template_name = "inventory/part_history.html"
+    capability = "read_inventory"  # only swaps on the nodes the reader sees (swap_list)
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        serial = kwargs["serial"]
+        context.update(
+            serial=serial,
+            events=selectors.part_history(user=self.request.user, serial=serial),
+            installed_in=selectors.part_installed_in(user=self.request.user, serial=serial),
         )
         return context
 

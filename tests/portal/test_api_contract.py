@@ -121,6 +121,7 @@ SEEDED_ROUTES = (
     "/api/fabric/switches/{hostname}/",
     "/api/fabric/switches/{id}/",
     "/api/faults/intake/{id}/",
+    "/api/faults/repair-cases/{id}/",
     "/api/faults/tickets/{id}/",
     "/api/inventory/allocations/{id}/",
     "/api/inventory/cables/{id}/",
@@ -130,6 +131,7 @@ SEEDED_ROUTES = (
     "/api/inventory/pods/{id}/",
     "/api/inventory/ports/{id}/",
     "/api/inventory/racks/{id}/",
+    "/api/inventory/swaps/{id}/",
     "/api/inventory/switches/{id}/",
     "/api/jobs/jobs/{job_id}/",
     "/api/tenants/{id}/",
@@ -230,7 +232,23 @@ def seed_world() -> dict[str, list]:
         kind=CANARY_KIND, target="worker pipeline", reason="contract", requested_by=operator
     )
     from fabric.models import LldpFinding
-    from faults.models import FaultTicket, IntakeRecord
+    from faults.models import FaultTicket, IntakeRecord, RepairCase
+    from faults.services import repairs
+    from inventory.models import ComponentSwap
+
+    # Repair cases in two states (one whose parts may be installed) and a swap with history.
+    gpu_ticket = FaultTicket.objects.filter(gpu__isnull=False).first()
+    for status in ("open", "part_received"):
+        case = repairs.open_repair_case(
+            ticket=gpu_ticket, vendor="Supermicro", component="gpu", actor=operator,
+            vendor_case_number=f"SM-{status}",
+            parts=[repairs.PartRequest(kind="gpu", gpu_index=3),
+                   repairs.PartRequest(kind="psu", position="PSU1")],
+        )
+        if status != "open":
+            repairs.transition_repair_case(case=case, to_status=status, actor=operator)
+    repairs.install_repair_part(case=case, part=case.parts.last(), serial_in="PSU-NEW",
+                                serial_out="PSU-OLD", actor=operator)
     from portal.models import Action, APIToken
 
     LldpFinding.objects.create(
@@ -249,6 +267,7 @@ def seed_world() -> dict[str, list]:
         "/api/fabric/switches/{hostname}/": [leaf.hostname, storage.hostname],
         "/api/fabric/switches/{id}/": [leaf.pk, storage.pk],
         "/api/faults/intake/{id}/": list(IntakeRecord.objects.values_list("pk", flat=True)),
+        "/api/faults/repair-cases/{id}/": list(RepairCase.objects.values_list("pk", flat=True)),
         "/api/faults/tickets/{id}/": list(FaultTicket.objects.values_list("pk", flat=True)),
         "/api/inventory/allocations/{id}/": [allocation.pk],
         "/api/inventory/cables/{id}/": list(Cable.objects.values_list("pk", flat=True)),
@@ -258,6 +277,7 @@ def seed_world() -> dict[str, list]:
         "/api/inventory/pods/{id}/": [pod.pk for pod in pods],
         "/api/inventory/ports/{id}/": [port.pk for port in ports],
         "/api/inventory/racks/{id}/": [rack.pk for rack in racks],
+        "/api/inventory/swaps/{id}/": list(ComponentSwap.objects.values_list("pk", flat=True)),
         "/api/inventory/switches/{id}/": [leaf.pk, storage.pk],
         "/api/jobs/jobs/{job_id}/": ["4242", "4243"],
         "/api/tenants/{id}/": list(Tenant.objects.values_list("pk", flat=True)),

@@ -1,0 +1,112 @@
+"""The ticket page's repair-case panel (issue 25 item 1) and the inventory pages that show a
+slot's and a serial's history (item 2)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from faults.models import RepairCase
+from faults.services import repairs
+from faults.services.intake import submit_user_report
+from inventory.models import GPU, ComponentSwap
+from inventory.swaps import component_replace, slot_for
+from portal.models import Role
+
+
+@pytest.fixture
+def ticket(fleet, make_user):
+    ticket, _ = submit_user_report(
+        reported_by=make_user(Role.ONCALL), summary="GPU 3 fell off the bus",
+        node=fleet.nodes[0], gpu=fleet.nodes[0].gpus.get(index=3),
+    )
+    return ticket
+
+
+def page_client(make_user, role) -> Client:
+    client = Client()
+    client.force_login(make_user(role))
+    return client
+
+
+def test_a_responder_opens_moves_and_installs_from_the_ticket_page(ticket, make_user):
+    client = page_client(make_user, Role.ONCALL)
+    url = f"/faults/{ticket.pk}/"
+    response = client.post(f"{url}repairs/", {
+        "vendor": "Supermicro", "vendor_case_number": "SM-42", "component": "gpu",
+        "gpu_index": "3",
+    })
+    assert response.status_code == 302, response.content
+    case = RepairCase.objects.get()
+    assert [part.gpu.index for part in case.parts.all()] == [3]
+    response = client.post(f"{url}repairs/{case.pk}/transition/", {"to_status": "part_received"})
+    assert response.status_code == 302
+    old_serial = GPU.objects.get(node=ticket.node, index=3).serial
+    response = client.post(f"{url}repairs/{case.pk}/install/", {
+        "part": case.parts.get().pk, "serial_in": "1654300012345", "firmware_version_in": "96.1",
+    })
+    assert response.status_code == 302, response.content
+    page = client.get(url).content.decode()
+    assert 'id="ticket-repairs" data-live-region' in page
+    assert f"{case.reference} · Supermicro case <code>SM-42</code>" in page
+    assert old_serial in page and "1654300012345" in page
+    assert "Installed" in page
+    assert GPU.objects.get(node=ticket.node, index=3).serial == "1654300012345"
+
+
+def test_bad_input_on_the_page_is_a_400_naming_the_field_and_keeps_the_typing(ticket, make_user):
+    client = page_client(make_user, Role.OPERATOR)
+    response = client.post(f"/faults/{ticket.pk}/repairs/", {
+        "vendor": "Supermicro", "component": "warp_core",
+    })
+    assert response.status_code == 400
+    assert "component" in response.content.decode()
+    assert 'value="Supermicro"' in response.content.decode()
+    case = repairs.open_repair_case(ticket=ticket, vendor="NVIDIA", component="gpu", actor=None,
+                                    parts=[repairs.PartRequest(kind="gpu", gpu_index=3)])
+    too_early = timezone.localtime(case.opened_at - timedelta(days=1)).strftime("%Y-%m-%dT%H:%M")
+    response = client.post(f"/faults/{ticket.pk}/repairs/{case.pk}/transition/", {
+        "to_status": "waiting_for_part", "at": too_early,
+    })
+    assert response.status_code == 400
+    assert "at: " in response.content.decode()
+    assert RepairCase.objects.filter(pk=case.pk, status="open").exists()
+    assert RepairCase.objects.count() == 1
+
+
+def test_readers_see_the_panel_without_its_forms(ticket, make_user):
+    repairs.open_repair_case(ticket=ticket, vendor="NVIDIA", component="nvlink_module",
+                             actor=None, parts=[repairs.PartRequest(kind="nvlink_module")])
+    page = page_client(make_user, Role.VIEWER).get(f"/faults/{ticket.pk}/").content.decode()
+    assert "NVLink / NVSwitch module" in page
+    assert "Open a repair case" not in page and "repair-move" not in page
+    assert page_client(make_user, Role.VIEWER).post(
+        f"/faults/{ticket.pk}/repairs/", {"vendor": "x"}).status_code == 403
+
+
+def test_the_node_page_and_the_part_page_tell_a_parts_history(ticket, make_user, fleet):
+    node, other = fleet.nodes
+    failed = node.gpus.get(index=3).serial
+    case = repairs.open_repair_case(ticket=ticket, vendor="Supermicro", component="gpu",
+                                    actor=None, parts=[repairs.PartRequest(kind="gpu",
+                                                                           gpu_index=3)])
+    repairs.transition_repair_case(case=case, to_status="part_received", actor=None)
+    repairs.install_repair_part(case=case, part=case.parts.get(), serial_in="SPARE-9",
+                                actor=None)
+    component_replace(slot=slot_for(kind="gpu", node=other, gpu_index=6), serial_in=failed,
+                      reference="refurbished")
+    client = page_client(make_user, Role.OPERATOR)
+    node_page = client.get(f"/inventory/nodes/{node.hostname}/").content.decode()
+    assert 'id="swap-history"' in node_page
+    assert f"/inventory/parts/{failed}/" in node_page and case.reference in node_page
+    part_page = client.get(f"/inventory/parts/{failed}/").content.decode()
+    assert "Installed now in gpu002 GPU6." in part_page
+    assert part_page.index("removed") < part_page.index("installed")
+    assert "(came back)" in part_page and "SPARE-9" in part_page
+    assert ComponentSwap.objects.count() == 2
+    tenant_page = page_client(make_user, Role.TENANT_ADMIN).get(f"/inventory/parts/{failed}/")
+    assert tenant_page.status_code == 200
+    assert "No swap names this serial." in tenant_page.content.decode()
