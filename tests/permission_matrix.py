@@ -249,6 +249,14 @@ MATRIX: dict[str, Route] = {
             ),
         )
     ),
+    "api:fabric:switch-actions-maintenance-end": Route(
+        (
+            post(
+                lambda w: f"/api/fabric/switches/{w.switch.pk}/maintenance/end/",
+                api("act_on_switch", 400),
+            ),
+        )
+    ),
     "api:fabric:switch-actions-qos": Route(
         (post(lambda w: f"/api/fabric/switches/{w.switch.pk}/qos/", api("act_on_switch", 400)),)
     ),

@@ -26,7 +26,7 @@ class PermanentActionError(Exception):
     """The outside world refused the change; retrying would not help."""
 
 
-class ActionWaiting(Exception):  # noqa: N818 - an outcome, not an error
+class ActionWaiting(Exception):
     """The Action cannot go on yet and nothing is wrong (a maintenance waiting for its nodes'
     jobs to end): check again in `check_again_in` seconds. Not an attempt: it uses none of
     `max_attempts`, and `progress` (JSON) becomes the Action's result meanwhile, so the Action
