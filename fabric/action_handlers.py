@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
 
+from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from fabric.drivers.base import (
@@ -23,18 +26,22 @@ from fabric.drivers.base import (
 )
 from fabric.hooks import LinkChange, notify_fabric_signals
 from fabric.impact import blast_radius
-from fabric.models import SwitchPollState
+from fabric.models import Maintenance, SwitchPollState
 from fabric.port_state import is_link_change, link_status
 from fabric.services import (
     APPLY_QOS_ACTION,
     ENABLE_ECN_COUNTERS_ACTION,
     LEAF_MAINTENANCE_ACTION,
+    MAINTENANCE_END_ACTION,
     PORT_ADMIN_ACTION,
     SAVE_CONFIG_ACTION,
 )
 from fabric.targets import switch_target
 from inventory.models import Switch, SwitchPort
+from jobs.drain_progress import DrainProgress, drain_progress
+from jobs.drivers.base import SlurmError, SlurmUnavailable, get_slurm_driver
 from portal.actions.registry import (
+    ActionWaiting,
     PermanentActionError,
     TransientActionError,
     register_action_handler,
@@ -124,8 +131,9 @@ def set_port_admin(action: Action) -> dict:
 
 
 @register_action_handler(LEAF_MAINTENANCE_ACTION,
-                         description="Drain the nodes behind a leaf, then shut its host-facing "
-                                     "ports; or only report the blast radius.",
+                         description="Drain the nodes behind a leaf, wait until Slurm reports "
+                                     "them empty, then shut its host-facing ports; or only "
+                                     "report the blast radius.",
                          max_attempts=10)
 def leaf_maintenance(action: Action) -> dict:
     parameters = action.parameters
@@ -138,22 +146,111 @@ def leaf_maintenance(action: Action) -> dict:
             states = [port for port in driver.ports() if port.name in set(ports)]
         radius["ports_up"] = [port.name for port in states if port.oper_up]
         return {"report_only": True, **radius}
+    maintenance = Maintenance.objects.filter(start_action=action).first()
+    if maintenance is None:
+        raise PermanentActionError(f"the maintenance of {switch.hostname} this Action starts "
+                                   "is gone; no port was shut")
     drain = Action.objects.filter(pk=parameters["drain_action_id"]).first()
     if drain is None or drain.status in (ActionStatus.FAILED, ActionStatus.CANCELLED):
         why = f"it {drain.status}: {drain.last_error}" if drain else "it was deleted"
+        _give_up(maintenance)
         raise PermanentActionError(
             f"drain Action #{parameters['drain_action_id']} did not succeed ({why}); "
             f"no port of {switch.hostname} was shut"
         )
+    check_every = settings.MAINTENANCE_CHECK_SECONDS
     if drain.status != ActionStatus.SUCCEEDED:
-        # Retried with backoff until the drain has gone through.
-        raise TransientActionError(f"waiting for drain Action #{drain.pk} ({drain.status})")
-    return {
+        raise ActionWaiting({"phase": "draining", "drain_action_id": drain.pk,
+                             "progress": f"waiting for drain Action #{drain.pk} ({drain.status})"},
+                            check_again_in=check_every)
+    forced = bool(parameters.get("shut_under_running_jobs"))
+    progress = _drain_progress(maintenance.nodes)
+    if not progress.empty and not forced:
+        deadline = datetime.fromisoformat(parameters["deadline"])
+        if timezone.now() >= deadline:
+            _give_up(maintenance)
+            raise PermanentActionError(
+                f"the nodes were not empty by the deadline ({parameters['deadline']}): "
+                f"{progress.describe()}; no port of {switch.hostname} was shut. End the "
+                "maintenance to resume its nodes, or ask again to shut under running jobs."
+            )
+        raise ActionWaiting({"phase": "waiting_for_jobs", "drain_action_id": drain.pk,
+                             "progress": progress.describe(), "deadline": parameters["deadline"],
+                             **progress.as_dict()},
+                            check_again_in=check_every)
+    shut = _ports_to_shut(maintenance, switch)
+    states = _set_ports_and_read_back(switch, shut, up=False, action=action) if shut else {}
+    Maintenance.objects.filter(pk=maintenance.pk, status=Maintenance.Status.STARTING).update(
+        status=Maintenance.Status.ACTIVE, ports_shut_at=timezone.now())
+    result = {
         "report_only": False,
+        "phase": "ports_shut",
+        "maintenance_id": maintenance.pk,
         "drain_action_id": drain.pk,
-        "ports": _set_ports_and_read_back(switch, ports, up=False, action=action),
+        "progress": f"shut {len(shut)} ports; {len(maintenance.ports) - len(shut)} were down "
+                    "already and are left as they were",
+        "ports": states,
+        "ports_already_down": sorted(set(maintenance.ports) - set(shut)),
         **{key: radius[key] for key in ("nodes", "rails", "nodes_hostlist")},
     }
+    if forced:
+        result["shut_under_running_jobs"] = [job.as_dict() for job in progress.jobs]
+        result["force_reason"] = parameters.get("force_reason", "")
+    return result
+
+
+def _drain_progress(nodes: list[str]) -> DrainProgress:
+    try:
+        return drain_progress(nodes)
+    except SlurmUnavailable as error:
+        raise TransientActionError(f"Slurm controller unreachable: {error}") from error
+    except SlurmError as error:
+        raise PermanentActionError(f"Slurm: {error}; no port was shut") from error
+
+
+def _ports_to_shut(maintenance: Maintenance, switch: Switch) -> list[str]:
+    """The maintenance's ports that are up on the switch now, remembered before anything is
+    shut: an attempt re-run after a lost worker finds them written and shuts (again) the same
+    ones rather than taking its own shut ports for ones that were down before."""
+    with transaction.atomic():
+        locked = Maintenance.objects.select_for_update().get(pk=maintenance.pk)
+        if locked.shut_ports is None:
+            driver = _driver(switch)
+            with _talking_to(switch.hostname):
+                up = {port.name for port in driver.ports() if port.known_admin_up}
+            locked.shut_ports = [name for name in locked.ports if name in up]
+            locked.save(update_fields=["shut_ports"])
+        return list(locked.shut_ports)
+
+
+def _give_up(maintenance: Maintenance) -> None:
+    Maintenance.objects.filter(pk=maintenance.pk, status=Maintenance.Status.STARTING,
+                               shut_ports__isnull=True).update(status=Maintenance.Status.FAILED)
+
+
+@register_action_handler(MAINTENANCE_END_ACTION,
+                         description="End a maintenance: start exactly the ports it shut, then "
+                                     "resume exactly the nodes it drained.",
+                         max_attempts=10)
+def end_maintenance(action: Action) -> dict:
+    parameters = action.parameters
+    switch = _switch(parameters["switch_id"], parameters["switch"])
+    ports = list(parameters["ports"])
+    nodes = list(parameters["nodes"])
+    states = _set_ports_and_read_back(switch, ports, up=True, action=action) if ports else {}
+    if nodes:
+        try:
+            get_slurm_driver().resume(nodes)
+        except SlurmUnavailable as error:
+            raise TransientActionError(f"Slurm controller unreachable: {error}") from error
+        except SlurmError as error:
+            started = ", ".join(ports) or "none"
+            raise PermanentActionError(f"Slurm refused the resume: {error} (ports started: "
+                                       f"{started})") from error
+    Maintenance.objects.filter(pk=parameters["maintenance_id"]).update(
+        status=Maintenance.Status.ENDED, ended_at=timezone.now())
+    return {"switch": switch.hostname, "ports": states, "resumed": nodes,
+            "kept_drained": parameters.get("kept_drained", {})}
 
 
 def _qos_lease_seconds(action: Action) -> float:

@@ -8,6 +8,7 @@ table cannot grow without bound however long the poller runs.
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
@@ -187,3 +188,71 @@ class LldpFinding(models.Model):
     @property
     def is_open(self) -> bool:
         return self.resolved_at is None
+
+
+class Maintenance(models.Model):
+    """Planned work on a switch: its nodes drained, its host-facing ports shut once the nodes are
+    empty, and an end that undoes exactly that (DESIGN.md section 12). Planned work is not a
+    fault: a port shut while its switch is under maintenance opens no ticket.
+
+    The start is one Action (`fabric.leaf_maintenance`), the end another
+    (`fabric.maintenance_end`); the row remembers what the start found and did, so the end starts
+    only the ports this maintenance shut and resumes only the nodes it drained. A maintenance
+    window ahead of time (a Slurm MAINT reservation, a calendar) would be a start time on this
+    row and a reservation Action before the drain.
+    """
+
+    class Status(models.TextChoices):
+        STARTING = "starting"  # draining, waiting for the nodes' jobs to end, shutting
+        ACTIVE = "active"  # ports shut, nodes drained
+        ENDING = "ending"  # the end Action is queued or running
+        ENDED = "ended"
+        FAILED = "failed"  # the start failed or was cancelled (see its Action)
+
+    OPEN_STATUSES = (Status.STARTING, Status.ACTIVE, Status.ENDING)
+
+    switch = models.ForeignKey(Switch, on_delete=models.PROTECT, related_name="maintenances")
+    reason = models.TextField()
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                     on_delete=models.SET_NULL, related_name="+")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.STARTING,
+                              db_index=True)
+    start_action = models.OneToOneField("portal.Action", on_delete=models.PROTECT,
+                                        related_name="maintenance_started")
+    end_action = models.OneToOneField("portal.Action", null=True, blank=True,
+                                      on_delete=models.PROTECT, related_name="maintenance_ended")
+    nodes = models.JSONField(default=list, help_text="Nodes behind the ports, drained by it")
+    nodes_drained_before = models.JSONField(
+        default=list, help_text="Of those, the ones already drained when it was requested "
+                                "(as last synced from Slurm): its end leaves them drained")
+    ports = models.JSONField(default=list, help_text="Host-facing ports it shuts")
+    # Null until the start read the switch just before shutting: the ports that were up then,
+    # which are the ones it shuts and its end starts again. Written before the shutdown, so a
+    # start re-run after a lost worker does not take its own shut ports for ones down before.
+    shut_ports = models.JSONField(null=True, blank=True)
+    forced_reason = models.TextField(
+        blank=True, help_text="Why the ports may be shut under running jobs (empty: it waits)")
+    forced_over_jobs = models.JSONField(
+        default=list, help_text="The running jobs the operator was shown when forcing")
+    created_at = models.DateTimeField(auto_now_add=True)
+    ports_shut_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            # One maintenance at a time per switch: two would each think the other's shut
+            # ports were down before, and the first end would start the second's.
+            models.UniqueConstraint(
+                fields=["switch"], condition=Q(status__in=["starting", "active", "ending"]),
+                name="fabric_one_open_maintenance_per_switch",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"maintenance of {self.switch} [{self.status}]"
+
+    @property
+    def nodes_to_resume(self) -> list[str]:
+        before = set(self.nodes_drained_before)
+        return [name for name in self.nodes if name not in before]

@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from fabric.models import LldpFinding, PortCounterHistory, PortCounterLatest
+from fabric.models import LldpFinding, Maintenance, PortCounterHistory, PortCounterLatest
 from fabric.port_state import STATE_LETTERS, port_state_letter
 from inventory.models import Switch, SwitchPort
 from inventory.selectors import active_cables, port_list, switch_list
@@ -302,3 +302,14 @@ def heat_map(*, user, hostnames: list[str] | None = None) -> HeatMap:
     return heat
 
 
+
+
+def ports_under_maintenance(switch_hostname: str) -> set[str]:
+    """The ports of a switch that a maintenance which has not ended plans to shut, has shut, or
+    is about to start again: planned work, whose shutting is not a fault (faults asks)."""
+    names: set[str] = set()
+    for ports in Maintenance.objects.filter(
+        switch__hostname=switch_hostname, status__in=Maintenance.OPEN_STATUSES
+    ).values_list("ports", flat=True):
+        names.update(ports)
+    return names

@@ -285,6 +285,12 @@ FABRIC_HISTORY_RESOLUTION_SECONDS = env_int(ENV, "FABRIC_HISTORY_RESOLUTION_SECO
 # for SAMPLES consecutive history samples.
 FABRIC_RAIL_IMBALANCE_RATIO = env_float(ENV, "FABRIC_RAIL_IMBALANCE_RATIO", 0.5)
 FABRIC_RAIL_IMBALANCE_SAMPLES = env_int(ENV, "FABRIC_RAIL_IMBALANCE_SAMPLES", 3)
+# Maintenance (fabric/maintenance.py): how often a starting maintenance asks Slurm whether its
+# drained nodes are empty, and how long it waits for their jobs before it fails naming them
+# (nothing shut) unless the operator chose to shut under running jobs.
+MAINTENANCE_CHECK_SECONDS = env_float(ENV, "MAINTENANCE_CHECK_SECONDS", 15.0)
+MAINTENANCE_DRAIN_DEADLINE_SECONDS = env_float(ENV, "MAINTENANCE_DRAIN_DEADLINE_SECONDS",
+                                               4 * 3600.0)
 # The "fabric" event carries every port's state and load up to this many ports (SAKURAONE:
 # 2,164, about 40 kB); above it only per-switch summaries.
 FABRIC_EVENT_MAX_PORTS = env_int(ENV, "FABRIC_EVENT_MAX_PORTS", 5000)

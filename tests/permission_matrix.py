@@ -216,6 +216,14 @@ MATRIX: dict[str, Route] = {
     "fabric:leaf-maintenance": Route(
         (get(lambda w: f"/fabric/switches/{w.switch.pk}/maintenance/", page("act_on_switch")),)
     ),
+    "fabric:maintenance-end": Route(
+        (
+            get(
+                lambda w: f"/fabric/switches/{w.switch.pk}/maintenance/end/",
+                page("act_on_switch"),
+            ),
+        )
+    ),
     "fabric:switch-qos": Route(
         (get(lambda w: f"/fabric/switches/{w.switch.pk}/qos/", page("act_on_switch")),)
     ),
@@ -245,6 +253,14 @@ MATRIX: dict[str, Route] = {
         (
             post(
                 lambda w: f"/api/fabric/switches/{w.switch.pk}/maintenance/",
+                api("act_on_switch", 400),
+            ),
+        )
+    ),
+    "api:fabric:switch-actions-maintenance-end": Route(
+        (
+            post(
+                lambda w: f"/api/fabric/switches/{w.switch.pk}/maintenance/end/",
                 api("act_on_switch", 400),
             ),
         )

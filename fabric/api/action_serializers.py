@@ -34,6 +34,17 @@ class LeafMaintenanceRequestSerializer(SwitchActionRequestSerializer):
         help_text="Only report the blast radius (nodes, rails, cables); drain nothing, shut "
                   "nothing.",
     )
+    shut_under_running_jobs = serializers.BooleanField(
+        default=False,
+        help_text="Shut the ports as soon as the drain went through, under the jobs still "
+                  "running (recorded by name); needs force_reason. Otherwise the maintenance "
+                  "waits until Slurm reports the nodes empty, up to "
+                  "MAINTENANCE_DRAIN_DEADLINE_SECONDS.",
+    )
+    force_reason = serializers.CharField(
+        required=False, allow_blank=True, max_length=1000,
+        help_text="Why the ports may be shut under running jobs",
+    )
 
 
 class QosRequestSerializer(SwitchActionRequestSerializer):

@@ -62,9 +62,12 @@ class SwitchActionViewSet(SelectorQuerysetMixin, viewsets.GenericViewSet):
             )
         return action_accepted(request, queued)
 
-    @extend_schema(summary="Leaf maintenance: drain the nodes behind it, then shut its "
-                           "host-facing ports (or only report the blast radius)",
-                   request=bodies.LeafMaintenanceRequestSerializer, responses=ACCEPTED)
+    @extend_schema(summary="Leaf maintenance: drain the nodes behind it, wait until Slurm "
+                           "reports them empty, then shut its host-facing ports (or only "
+                           "report the blast radius)",
+                   request=bodies.LeafMaintenanceRequestSerializer,
+                   responses={**ACCEPTED, 409: OpenApiResponse(
+                       description="The switch is under maintenance already")})
     @action(detail=True, methods=["post"])
     def maintenance(self, request, pk=None):
         switch = self.get_object()
@@ -72,6 +75,26 @@ class SwitchActionViewSet(SelectorQuerysetMixin, viewsets.GenericViewSet):
         with transaction.atomic():
             queued, _ = services.request_leaf_maintenance(
                 switch=switch, reason=body["reason"], report_only=body["report_only"],
+                shut_under_running_jobs=body["shut_under_running_jobs"],
+                force_reason=body.get("force_reason", ""),
+                requested_by=request.user, idempotency_key=_idempotency_key(request, body),
+            )
+        return action_accepted(request, queued)
+
+    @extend_schema(summary="End the switch's maintenance: start exactly the ports it shut, then "
+                           "resume exactly the nodes it drained, as one Action",
+                   request=bodies.SwitchActionRequestSerializer,
+                   responses={**ACCEPTED, 409: OpenApiResponse(
+                       description="No maintenance to end, or it is still starting (cancel its "
+                                   "Action first) or already ending")})
+    @action(detail=True, methods=["post"], url_path="maintenance/end",
+            url_name="maintenance-end")
+    def maintenance_end(self, request, pk=None):
+        switch = self.get_object()
+        body = _valid(bodies.SwitchActionRequestSerializer, request.data)
+        with transaction.atomic():
+            queued, _ = services.request_maintenance_end(
+                maintenance=services.maintenance_to_end(switch), reason=body["reason"],
                 requested_by=request.user, idempotency_key=_idempotency_key(request, body),
             )
         return action_accepted(request, queued)

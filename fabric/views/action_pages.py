@@ -17,7 +17,7 @@ from fabric.impact import BlastRadius, blast_radius, host_facing_ports
 from inventory.cable_trace import nodes_behind_switch
 from inventory.models import Pod, Switch
 from inventory.selectors import switch_list
-from portal.errors import InvalidInput
+from portal.errors import Conflict, InvalidInput
 from portal.models import Action
 from portal.views import RoleRequiredMixin
 
@@ -77,6 +77,9 @@ class ConfirmActionView(RoleRequiredMixin, TemplateView):
         except InvalidInput as error:
             context = self.get_context_data(subject=subject, errors=_as_dict(error.detail))
             return self.render_to_response(context, status=400)
+        except Conflict as error:
+            context = self.get_context_data(subject=subject, errors=_as_dict(error.detail))
+            return self.render_to_response(context, status=409)
         messages.success(request, f"Action #{action.pk} queued: {action.target}.")
         return redirect("action-detail", pk=action.pk)
 
@@ -146,6 +149,9 @@ class LeafMaintenanceView(ConfirmActionView):
         context = super().get_context_data(**kwargs)
         context["show_mode"] = True
         context["mode"] = self.request.POST.get("mode", "report")
+        context["shut_under_running_jobs"] = bool(
+            self.request.POST.get("shut_under_running_jobs"))
+        context["force_reason"] = self.request.POST.get("force_reason", "")
         return context
 
     def preview(self, switch: Switch) -> BlastRadius:
@@ -154,6 +160,23 @@ class LeafMaintenanceView(ConfirmActionView):
     def enqueue(self, switch: Switch, reason: str) -> Action:
         action, _ = services.request_leaf_maintenance(
             switch=switch, reason=reason, report_only=self.request.POST.get("mode") != "drain",
+            shut_under_running_jobs=bool(self.request.POST.get("shut_under_running_jobs")),
+            force_reason=self.request.POST.get("force_reason", ""),
+            requested_by=self.request.user, via="ui",
+        )
+        return action
+
+
+class MaintenanceEndView(ConfirmActionView):
+    heading = "End the maintenance of {subject}"
+    explanation = ("Starts exactly the ports this maintenance shut and resumes exactly the "
+                   "nodes it drained, as one Action. Ports that were down before it and nodes "
+                   "drained before it, or held by an open fault ticket, stay as they are.")
+    button = "End maintenance"
+
+    def enqueue(self, switch: Switch, reason: str) -> Action:
+        action, _ = services.request_maintenance_end(
+            maintenance=services.maintenance_to_end(switch), reason=reason,
             requested_by=self.request.user, via="ui",
         )
         return action

@@ -8,6 +8,8 @@ urlpatterns = [
     path("switches/<int:pk>/ports/admin/", action_pages.PortAdminView.as_view(), name="port-admin"),
     path("switches/<int:pk>/maintenance/", action_pages.LeafMaintenanceView.as_view(),
          name="leaf-maintenance"),
+    path("switches/<int:pk>/maintenance/end/", action_pages.MaintenanceEndView.as_view(),
+         name="maintenance-end"),
     path("switches/<int:pk>/qos/", action_pages.SwitchQosView.as_view(), name="switch-qos"),
     path("switches/<int:pk>/save/", action_pages.SwitchSaveView.as_view(), name="switch-save"),
     path("switches/<int:pk>/ecn-counters/", action_pages.SwitchEcnCountersView.as_view(),

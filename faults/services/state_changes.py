@@ -73,13 +73,24 @@ def _incident(source: str, rule: Rule, components: Components, summary: str, det
 
 
 def on_fabric_signals(signals: list) -> None:
-    """The changes one poll or one switch Action saw. Ports a leaf maintenance shut become one
-    ticket on the switch; every other change is its own, each in a savepoint so one failing is
-    logged and the others still land."""
+    """The changes one poll or one switch Action saw. Ports shut by a maintenance that has not
+    ended are planned work and open nothing (fabric's `ports_under_maintenance`); ports an older
+    leaf-maintenance Action without a Maintenance record shut become one ticket on the switch;
+    every other change is its own, each in a savepoint so one failing is logged and the others
+    still land."""
     from fabric.hooks import LinkChange, SwitchReachability
+    from fabric.selectors import ports_under_maintenance
 
+    planned: dict[str, set[str]] = {}
     maintenance: dict[tuple[str, int], list] = defaultdict(list)
     for signal in signals:
+        if isinstance(signal, LinkChange) and not signal.up and not signal.admin_up:
+            if signal.switch not in planned:
+                planned[signal.switch] = ports_under_maintenance(signal.switch)
+            if signal.port in planned[signal.switch]:
+                # Planned work is not a fault: a port its maintenance shut opens no ticket. A
+                # link that fails on its own (admin up, oper down) during the work still does.
+                continue
         if isinstance(signal, LinkChange) and not signal.up and signal.action_id:
             action = Action.objects.filter(pk=signal.action_id).only("kind").first()
             if action is not None and action.kind == LEAF_MAINTENANCE_KIND:

@@ -2,6 +2,7 @@
 
 from portal.actions.registry import (
     ActionHandler,
+    ActionWaiting,
     PermanentActionError,
     TransientActionError,
     get_action_handler,
@@ -11,6 +12,7 @@ from portal.actions.registry import (
 
 __all__ = [
     "ActionHandler",
+    "ActionWaiting",
     "PermanentActionError",
     "TransientActionError",
     "get_action_handler",

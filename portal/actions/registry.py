@@ -3,7 +3,8 @@
 A handler is a function taking the Action and returning a JSON-serialisable result. It must be
 idempotent: after a killed worker the same Action may be run again, and draining a drained node
 must succeed. It raises TransientActionError for errors worth retrying (controller unreachable,
-SSH timeout) and anything else to fail the Action.
+SSH timeout), ActionWaiting to be called again later without using up an attempt, and anything
+else to fail the Action.
 """
 
 from __future__ import annotations
@@ -23,6 +24,18 @@ class TransientActionError(Exception):
 
 class PermanentActionError(Exception):
     """The outside world refused the change; retrying would not help."""
+
+
+class ActionWaiting(Exception):
+    """The Action cannot go on yet and nothing is wrong (a maintenance waiting for its nodes'
+    jobs to end): check again in `check_again_in` seconds. Not an attempt: it uses none of
+    `max_attempts`, and `progress` (JSON) becomes the Action's result meanwhile, so the Action
+    page shows what it waits for. A handler that waits keeps its own deadline."""
+
+    def __init__(self, progress: dict, check_again_in: float):
+        super().__init__(progress.get("progress", "waiting"))
+        self.progress = progress
+        self.check_again_in = max(float(check_again_in), 0.0)
 
 
 HandlerFunction = Callable[["Action"], Any]

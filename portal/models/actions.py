@@ -80,6 +80,9 @@ class ActionAttempt(models.Model):
         SUCCEEDED = "succeeded"
         FAILED = "failed"
         RETRY = "retry"  # transient error, another attempt is scheduled
+        # The handler waits (ActionWaiting); the next check reuses this row, so a long wait is
+        # one row and uses up no attempt.
+        WAITING = "waiting"
         ABANDONED = "abandoned"  # the worker vanished; the lease expired and another took over
 
     action = models.ForeignKey(Action, on_delete=models.CASCADE, related_name="attempt_log")

@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from portal.actions.registry import (
     ActionHandler,
+    ActionWaiting,
     PermanentActionError,
     TransientActionError,
     get_action_handler,
@@ -125,6 +126,8 @@ def run_action(*, action_id: int, worker: str = "") -> str:
     action, handler = claimed
     try:
         result = handler.function(action)
+    except ActionWaiting as waiting:
+        return _reconnecting_once(_finish, action_id, claim_token, waiting=waiting)
     except TransientActionError as error:
         return _reconnecting_once(_finish, action_id, claim_token, error=error, transient=True)
     except PermanentActionError as error:
@@ -333,9 +336,16 @@ def _claim(action_id: int, claim_token: str, worker: str) -> tuple[Action, Actio
                 "updated_at",
             ]
         )
-        ActionAttempt.objects.create(
-            action=action, number=action.attempts, worker=worker[:200], claim_token=claim_token
-        )
+        # A check after a wait goes on in the wait's row (ActionWaiting uses up no attempt).
+        reused = ActionAttempt.objects.filter(
+            action=action, number=action.attempts, outcome=ActionAttempt.Outcome.WAITING
+        ).update(worker=worker[:200], claim_token=claim_token, finished_at=None,
+                 outcome=ActionAttempt.Outcome.RUNNING, error="")
+        if not reused:
+            ActionAttempt.objects.create(
+                action=action, number=action.attempts, worker=worker[:200],
+                claim_token=claim_token,
+            )
         publish_action(action)
     return action, handler
 
@@ -347,6 +357,7 @@ def _finish(
     result=None,
     error: Exception | None = None,
     transient: bool = False,
+    waiting: ActionWaiting | None = None,
 ) -> str:
     now = timezone.now()
     error_text = f"{type(error).__name__}: {error}"[:MAX_ERROR_LENGTH] if error else ""
@@ -364,7 +375,18 @@ def _finish(
             attempt.save(update_fields=["finished_at", "error", "outcome"])
             return "superseded"
         action.lease_expires_at = None
-        if error is None:
+        if waiting is not None:
+            delay = waiting.check_again_in
+            action.status = ActionStatus.QUEUED
+            action.attempts -= 1  # a check that must wait is not an attempt
+            action.not_before = now + timedelta(seconds=delay)
+            action.result = waiting.progress
+            action.last_error = ""
+            attempt.outcome = ActionAttempt.Outcome.WAITING
+            attempt.error = str(waiting)[:MAX_ERROR_LENGTH]
+            transaction.on_commit(lambda: send_action_task(action_id, countdown=delay))
+            outcome = f"waiting, next check in {delay:.1f}s"
+        elif error is None:
             action.status = ActionStatus.SUCCEEDED
             action.result = result
             action.last_error = ""

@@ -288,6 +288,28 @@ def test_maintenance_page_defaults_to_report_only(operator_browser, inventory):
     assert Action.objects.filter(kind="slurm.drain").count() == 1
 
 
+def test_maintenance_pages_shut_under_jobs_only_with_a_reason_and_end_only_one_that_began(
+    operator_browser, inventory
+):
+    from django.urls import reverse
+
+    url = reverse("fabric:leaf-maintenance", args=[inventory.leaf.pk])
+    end_url = reverse("fabric:maintenance-end", args=[inventory.leaf.pk])
+    assert operator_browser.post(end_url, {"reason": "done"}).status_code == 409
+    refused = operator_browser.post(url, {"reason": "go", "mode": "drain",
+                                          "shut_under_running_jobs": "1"})
+    assert refused.status_code == 400
+    assert "shut under running jobs" in refused.content.decode()
+    assert not Action.objects.exists()
+    operator_browser.post(url, {"reason": "go", "mode": "drain", "shut_under_running_jobs": "1",
+                                "force_reason": "PSU smoking"})
+    start = Action.objects.get(kind=LEAF_MAINTENANCE_ACTION)
+    assert start.parameters["force_reason"] == "PSU smoking"
+    # Still starting: the end asks to cancel the start first.
+    still = operator_browser.post(end_url, {"reason": "done"})
+    assert still.status_code == 409 and "cancel that Action first" in still.content.decode()
+
+
 @pytest.mark.parametrize("name", ["fabric:switch-qos", "fabric:switch-save", "fabric:pod-qos"])
 def test_qos_and_save_pages_queue_their_action(operator_browser, inventory, name):
     from django.urls import reverse

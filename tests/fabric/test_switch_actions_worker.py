@@ -62,6 +62,7 @@ def worker(celery_worker_process, emulator, tmp_path):
         "FABRIC_SSH_COMMAND_TIMEOUT": str(COMMAND_TIMEOUT_SECONDS),
         "SLURM_DRIVER": "tests.fabric.slurm_recorder.RecordingSlurmDriver",
         "SLURM_RECORDER_FILE": str(tmp_path / "slurm.jsonl"),
+        "MAINTENANCE_CHECK_SECONDS": "1",
     }
     celery_worker_process.start()
     return celery_worker_process

@@ -40,6 +40,9 @@ class SlurmSays:
     def nodes(self, names=None):
         return list(self.states.values())
 
+    def jobs(self):
+        return []
+
 
 def port_of(node: str) -> str:
     cable = Cable.objects.filter(a_port__switch__hostname=LEAF, b_nic__node__hostname=node).first()
@@ -239,12 +242,26 @@ def test_the_ticket_api_and_page_offer_recovery_in_one_click_and_keep_tenant_dat
     assert 'id="ticket-impact"' in page and "1098" in page and 'data-step="resume"' in page
 
 
-def test_a_leaf_maintenance_is_one_ticket_and_its_ports_back_up_propose_the_resume(
-    small_fleet, emulated, job_on_gpu002, make_user
+def test_planned_maintenance_is_not_a_fault_but_a_link_failing_during_it_is(
+    small_fleet, emulated, job_on_gpu002, make_user, monkeypatch
 ):
-    from fabric.services import host_facing_ports, request_leaf_maintenance
+    """Issue 26: the maintenance opened a fault ticket, counted in the Table 13 statistics.
+    Its shut ports open none, neither from its Action nor from the next poll; a port that fails
+    on its own during the work does; its end starts the ports and resumes the nodes."""
+    from fabric.models import Maintenance
+    from fabric.services import (
+        host_facing_ports,
+        maintenance_to_end,
+        request_leaf_maintenance,
+        request_maintenance_end,
+    )
     from portal.models import ActionStatus
 
+    slurm = SlurmSays()
+    monkeypatch.setattr("jobs.drain_progress.get_slurm_driver", lambda: slurm)
+    resumed = []
+    resuming = type("Resume", (), {"resume": lambda self, names: resumed.extend(names)})()
+    monkeypatch.setattr("fabric.action_handlers.get_slurm_driver", lambda: resuming)
     poll_every_minute(emulated, 1, [LEAF])
     operator = make_user(Role.OPERATOR)
     switch = Switch.objects.get(hostname=LEAF)
@@ -252,26 +269,30 @@ def test_a_leaf_maintenance_is_one_ticket_and_its_ports_back_up_propose_the_resu
                                               requested_by=operator)
     drain = Action.objects.get(pk=maintenance.parameters["drain_action_id"])
     Action.objects.filter(pk=drain.pk).update(status=ActionStatus.SUCCEEDED)  # Slurm drained
-    Node.objects.filter(hostname__in=maintenance.parameters["nodes"]).update(slurm_state="drained")
-    run_action(action_id=maintenance.pk)
-
-    (ticket,) = FaultTicket.objects.all()
+    for name in maintenance.parameters["nodes"]:
+        slurm.set(name, "idle", "DRAIN", reason="maintenance of leaf-p1-r3: replace PSU")
+    assert run_action(action_id=maintenance.pk) == "succeeded"
     ports = host_facing_ports(switch)
-    assert ticket.port is None and ticket.switch == switch and len(ports) == 4
-    assert ticket.impact["target"] == f"port:{LEAF}:{','.join(sorted(ports))}"
-    assert ticket.impact["summary"]["nodes_degraded"] == "gpu[001-004]"
-    assert maintenance in ticket.actions.all()
+    assert all(port.admin_status == "down" for port in switch.ports.filter(name__in=ports))
+    poll_every_minute(emulated, 1, [LEAF])  # the poll sees them down too
+    assert not FaultTicket.objects.exists()
 
-    start, _ = request_port_admin(switch=switch, ports=ports, up=True, reason="PSU replaced",
-                                  requested_by=operator)
-    run_action(action_id=start.pk)
-    assert ticket.timeline.filter(kind=TimelineKind.CLEARED).count() == 1
-    proposal = ticket.timeline.get(kind=TimelineKind.PROPOSAL, text__contains="recovery")
-    assert "(gpu[001-004])" in proposal.text
-    assert [(s.step, s.label) for s in recovery_steps(ticket)] == [("resume",
-                                                                     "Resume gpu[001-004]")]
-    resume = request_recovery(ticket=ticket, step="resume", actor=operator)
-    assert resume.parameters["nodes"] == ["gpu001", "gpu002", "gpu003", "gpu004"]
+    # An uplink of the same leaf, not the maintenance's to shut, fails meanwhile: a fault.
+    spare = switch.ports.exclude(name__in=ports).filter(oper_status="up").first()
+    emulated.switches[LEAF].set_link_up(spare.name, False)
+    poll_every_minute(emulated, 1, [LEAF])
+    (ticket,) = FaultTicket.objects.all()
+    assert ticket.port == spare
+
+    end, _ = request_maintenance_end(maintenance=maintenance_to_end(switch), reason="PSU in",
+                                     requested_by=operator)
+    assert end.parameters["ports"] == ports and end.parameters["nodes"] == [
+        "gpu001", "gpu002", "gpu003", "gpu004"]
+    assert run_action(action_id=end.pk) == "succeeded"
+    assert resumed == ["gpu001", "gpu002", "gpu003", "gpu004"]
+    assert all(port.admin_status == "up" for port in switch.ports.filter(name__in=ports))
+    assert Maintenance.objects.get(start_action=maintenance).status == "ended"
+    assert FaultTicket.objects.count() == 1
 
 
 def test_the_story_port_shut_health_check_drain_port_up_resume_with_the_simulated_slurm(

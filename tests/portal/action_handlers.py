@@ -24,3 +24,17 @@ def refused(action):
 @register_action_handler("test.crash", description="A bug in a handler")
 def crash(action):
     raise ZeroDivisionError("division by zero")
+
+
+@register_action_handler(
+    "test.waits", description="Waits for the given number of checks, then succeeds",
+    max_attempts=2,
+)
+def waits(action):
+    from portal.actions.registry import ActionWaiting
+
+    checks = action.result["checks"] + 1 if action.result else 1
+    if checks <= int(action.parameters.get("checks_waiting", 3)):
+        raise ActionWaiting({"checks": checks, "progress": f"waiting ({checks})"},
+                            check_again_in=float(action.parameters.get("every", 0)))
+    return {"checks": checks, "done": True}

@@ -215,6 +215,34 @@ def test_transient_errors_fail_after_max_attempts(operator, sent, settings):
     assert action.attempts == action.max_attempts == 4
 
 
+def test_a_waiting_handler_is_checked_again_later_without_using_up_attempts(operator, sent):
+    """ActionWaiting (a maintenance waiting for jobs to end) is not an attempt: five checks of
+    an Action allowed two attempts still succeed, the progress is its result meanwhile, the
+    wait is one attempt row, and a check is not run before it is due."""
+    action, _ = enqueue("test.waits", operator=operator, target="gpu001",
+                        parameters={"checks_waiting": 4, "every": 0})
+    for check in range(1, 5):
+        assert run_action(action_id=action.pk).startswith("waiting, next check in")
+        action.refresh_from_db()
+        assert (action.status, action.attempts) == (ActionStatus.QUEUED, 0)
+        assert action.result == {"checks": check, "progress": f"waiting ({check})"}
+        assert action.last_error == ""
+    assert list(action.attempt_log.values_list("number", "outcome", "error")) == [
+        (1, "waiting", "waiting (4)")]
+    assert run_action(action_id=action.pk) == "succeeded"
+    action.refresh_from_db()
+    assert action.result == {"checks": 5, "done": True}
+    assert (action.attempts, action.max_attempts) == (1, 2)
+    assert list(action.attempt_log.values_list("number", "outcome")) == [(1, "succeeded")]
+
+    later, _ = enqueue("test.waits", operator=operator, target="gpu002",
+                       parameters={"every": 600})
+    run_action(action_id=later.pk)
+    assert run_action(action_id=later.pk) == "skipped: not due yet"
+    # A waiting Action is queued: it can still be called off before it does anything.
+    assert cancel_action(action=later, cancelled_by=operator).status == ActionStatus.CANCELLED
+
+
 @pytest.mark.parametrize(
     ("kind", "message"),
     [
