@@ -431,6 +431,9 @@ SPECTACULAR_SETTINGS = {
         "FaultSourceEnum": "faults.models.Source",
         "FaultSeverityEnum": "faults.models.Severity",
         "JobSourceEnum": "jobs.models.Job.Source",
+        # A repair case's steps and the part kinds both a case and a swap name.
+        "RepairStatusEnum": "faults.repair_workflow.RepairStatus",
+        "ComponentKindEnum": "inventory.models.history.ComponentKind",
         "ViolationSeverityEnum": [("error", "error"), ("warning", "warning")],
     },
 }

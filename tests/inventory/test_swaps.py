@@ -17,10 +17,15 @@ from inventory.swaps import component_replace, installed_elsewhere, slot_for
 from portal.errors import InvalidInput
 from portal.models import AuditEntry, Role
 from tests.faults.conftest import build_fleet
+from tests.inventory.conftest import delete_inventory
 
 
 @pytest.fixture
 def fleet(db):
+    # The small fleet the fault tests use, not this package's SAKURAONE import (which holds the
+    # same host names when another test here committed it): emptied inside this test's
+    # transaction, so the import is whole again for the next test.
+    delete_inventory()
     return build_fleet()
 
 

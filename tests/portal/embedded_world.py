@@ -60,6 +60,27 @@ def run_fabric_tasks() -> None:
         print(task.name, result.result)
 
 
+def add_repairs() -> None:
+    """A repair case on the demo's first ticket and a part swapped on a node of each kind the
+    probes point at (the tenant admin's node and another), as an operator's work would leave."""
+    from faults.models import FaultTicket
+    from faults.services.repairs import PartRequest, open_repair_case
+    from inventory.models import Allocation, Node
+    from inventory.swaps import component_replace, slot_for
+    from portal.models import User
+
+    own_tenant = User.objects.get(username="demo-tenant-admin").tenant
+    allocation = Allocation.objects.filter(tenant=own_tenant).order_by("pk").first()
+    node = allocation.nodes.order_by("hostname").first()
+    other_node = Node.objects.exclude(allocations__tenant=own_tenant).order_by("hostname").first()
+    open_repair_case(
+        ticket=FaultTicket.objects.order_by("pk").first(), vendor="probe", component="gpu",
+        actor=None, parts=[PartRequest(kind="gpu", gpu_index=0)],
+    )
+    component_replace(slot=slot_for(kind="node", node=node), serial_in="EMBEDDED-1")
+    component_replace(slot=slot_for(kind="node", node=other_node), serial_in="EMBEDDED-2")
+
+
 def _brief(instance, *fields: str) -> dict | None:
     if instance is None:
         return None
@@ -69,8 +90,19 @@ def _brief(instance, *fields: str) -> dict | None:
 def describe() -> None:
     from django.db.models import Q
 
-    from faults.models import FaultTicket, IntakeRecord
-    from inventory.models import GPU, NIC, Allocation, Cable, Node, Pod, Rack, Switch, SwitchPort
+    from faults.models import FaultTicket, IntakeRecord, RepairCase
+    from inventory.models import (
+        GPU,
+        NIC,
+        Allocation,
+        Cable,
+        ComponentSwap,
+        Node,
+        Pod,
+        Rack,
+        Switch,
+        SwitchPort,
+    )
     from jobs.models import Job
     from portal.models import Action, APIToken, AuditEntry, Tenant, User
 
@@ -111,6 +143,13 @@ def describe() -> None:
         "intake": _brief(IntakeRecord.objects.order_by("pk").first()),
         "audit_entry": _brief(AuditEntry.objects.order_by("pk").first()),
         "foreign_token": _brief(APIToken.objects.filter(user__username="demo-admin").first()),
+        "repair_case": _brief(RepairCase.objects.order_by("pk").first()),
+        "own_swap": _brief(
+            ComponentSwap.objects.filter(node=node).order_by("pk").first(), "serial_in"
+        ),
+        "other_swap": _brief(
+            ComponentSwap.objects.filter(node=other_node).order_by("pk").first(), "serial_in"
+        ),
     }
     print(json.dumps(world))
 

@@ -58,6 +58,9 @@ def embedded_demo(tmp_path_factory):
                 extra=fabric_lab_settings(demo.var_dir),
             )
             _use_the_demo_as_an_operator(demo)
+            run_python(
+                demo.var_dir, "from tests.portal.embedded_world import add_repairs; add_repairs()"
+            )
             demo.probe_world = _world(demo.world())
         except Exception as error:
             log_tail = demo.log()[-6000:]
