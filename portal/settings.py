@@ -457,6 +457,11 @@ MIDDLEWARE.insert(
     MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
     "portal.middleware.RejectNulCharactersMiddleware",
 )
+# Before anything reads request.POST: a body Django cannot read is a JSON 4xx, not HTML.
+MIDDLEWARE.insert(
+    MIDDLEWARE.index("portal.middleware.RejectNulCharactersMiddleware") + 1,
+    "portal.middleware.RequestBodyErrorsMiddleware",
+)
 # A topology spec posted as YAML is read no further than this: the SAKURAONE spec is 5 kB, and
 # its templates keep a 12,500-node fleet's spec as small (inventory/api/parsers.py).
 TOPOLOGY_SPEC_MAX_BYTES = 1024 * 1024
