@@ -517,6 +517,8 @@ AXES_RESET_ON_SUCCESS = True
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_CLIENT_IP_CALLABLE = "portal.throttling.login_client_address"
 AXES_LOCKOUT_CALLABLE = "portal.lockout.lockout_response"
+# A username naming no user (often a password typed in the wrong field) is kept as a digest.
+AXES_USERNAME_CALLABLE = "portal.lockout.lockout_username"
 
 # API throttling (portal/throttling.py): budgets per client address for requests without
 # credentials and for failed token authentication; authenticated use only if a rate is set.
