@@ -470,7 +470,15 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # A 4xx is one line: Django logs every 403 (PermissionDenied) with a full traceback.
+    "filters": {"client_errors_on_one_line": {"()": "portal.log_filters.ClientErrorsOnOneLine"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["client_errors_on_one_line"],
+        }
+    },
     "root": {"handlers": ["console"], "level": ENV.get("LOG_LEVEL", "INFO")},
     # asyncssh logs five INFO lines per SSH command: 2,600 per poll of a 520-switch fabric.
     "loggers": {"django.db.backends": {"level": "WARNING"}, "asyncssh": {"level": "WARNING"}},
