@@ -396,6 +396,13 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": r"/api/",
+    # The API is JSON (a topology spec YAML too). Form and multipart bodies are parsed only for
+    # the browsable API's HTML forms: not advertised, since they cannot say null or a nesting.
+    "PARSER_WHITELIST": [
+        "portal.api.parsers.JSONParser",
+        "inventory.api.parsers.YAMLParser",
+        "inventory.api.parsers.TextYAMLParser",
+    ],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
