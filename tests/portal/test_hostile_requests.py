@@ -96,11 +96,19 @@ def test_a_malformed_multipart_body_is_a_json_400_naming_the_body(web_server, pa
     assert "multipart/form-data body cannot be read" in response.json()["body"][0]
 
 
-def test_an_oversized_form_body_off_the_api_is_a_json_413(web_server):
+@pytest.mark.parametrize(
+    ("path", "body", "content_type"),
+    [
+        ("/login/", b"username=" + b"x" * 3_000_000, "application/x-www-form-urlencoded"),
+        ("/healthz", b'{"a": "' + b"x" * 3_000_000 + b'"}', "application/json"),
+        ("/api/tenants/", b'{"a": "' + b"x" * 3_000_000 + b'"}', "application/json"),
+    ],
+)
+def test_an_oversized_body_is_a_json_413_on_every_path(web_server, path, body, content_type):
     response = requests.post(
-        f"{web_server.url}/login/", data={"username": "x" * 3_000_000}, timeout=10
+        f"{web_server.url}{path}", data=body, headers={"Content-Type": content_type}, timeout=10
     )
-    assert response.status_code == 413
+    assert response.status_code == 413, (response.status_code, response.text[:300])
     assert "bytes this portal reads" in response.json()["detail"]
 
 
