@@ -139,6 +139,14 @@ class PortalAutoSchema(AutoSchema):
 
     def _map_serializer_field(self, field, direction, bypass_extensions=False):
         schema = super()._map_serializer_field(field, direction, bypass_extensions)
+        if (
+            direction == "request"
+            and isinstance(field, serializers.ListField)
+            and not field.allow_empty
+            and isinstance(schema, dict)
+        ):
+            # "This list may not be empty.": a 400 the schema did not promise.
+            schema["minItems"] = max(schema.get("minItems", 0), 1)
         if direction != "response" or not isinstance(schema, dict) or "$ref" in schema:
             return schema
         model_field = _model_field(field)

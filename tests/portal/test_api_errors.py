@@ -239,6 +239,8 @@ def test_the_schema_states_the_body_limits_the_api_enforces(admin):
     assert token["additionalProperties"] is False
     assert token["properties"]["name"]["maxLength"] == 100
     assert components["TenantRequest"]["additionalProperties"] is False
+    drain = components["NodeDrainRequestRequest"]["properties"]["node_ids"]
+    assert drain["minItems"] == 1
     bulk = schema["paths"]["/api/inventory/nodes/bulk/"]
     for method in ("post", "patch"):
         body = bulk[method]["requestBody"]["content"]["application/json"]["schema"]
