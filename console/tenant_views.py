@@ -4,7 +4,6 @@ and end allocations here, tenant admins read their own tenant and export it as C
 
 from __future__ import annotations
 
-import csv
 from collections import Counter
 
 from django import forms
@@ -20,6 +19,7 @@ from inventory.hostlist import compress_hostlist
 from inventory.models import Pod, Rack
 from inventory.selectors import allocation_list
 from portal import selectors
+from portal.csv_export import csv_writer
 from portal.errors import ServiceError
 from portal.node_states import GRID_STATES, grid_state
 from portal.roles import may
@@ -156,7 +156,7 @@ class TenantAllocationsCsvView(RoleRequiredMixin, View):
         tenant = tenant_for(request.user, slug)
         response = HttpResponse(content_type="text/csv")
         response["Content-Disposition"] = f'attachment; filename="{tenant.slug}-allocations.csv"'
-        writer = csv.writer(response)
+        writer = csv_writer(response)
         writer.writerow(["allocation", "tenant", "nodes", "node_count", "start", "end", "purpose"])
         for row in allocation_rows(request.user, tenant):
             allocation = row["allocation"]
@@ -184,7 +184,7 @@ class TenantUsageCsvView(RoleRequiredMixin, View):
         tenant_usage = usage.tenant_usage(user=request.user, tenant=tenant)
         response = HttpResponse(content_type="text/csv")
         response["Content-Disposition"] = f'attachment; filename="{tenant.slug}-gpu-usage.csv"'
-        writer = csv.writer(response)
+        writer = csv_writer(response)
         writer.writerow(["date", "tenant", "user", "gpu_hours"])
         for day, user_name, hours in tenant_usage.rows():
             writer.writerow([day.isoformat(), tenant.slug, user_name, f"{hours:.2f}"])

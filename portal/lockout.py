@@ -11,10 +11,12 @@ from __future__ import annotations
 from axes.backends import AxesStandaloneBackend
 from axes.signals import user_locked_out
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.contrib.auth.forms import AuthenticationForm
 from django.dispatch import receiver
 from django.shortcuts import render
 from django.utils import timezone
+from django.utils.crypto import salted_hmac
 
 from portal.services.audit import record_login_lockout
 
@@ -31,6 +33,29 @@ class LoginLockoutBackend(AxesStandaloneBackend):
         if request is None:
             return None
         return super().authenticate(request, username=username, password=password, **kwargs)
+
+
+UNKNOWN_USER_PREFIX = "unknown-user:"
+
+
+def lockout_username(request, credentials=None) -> str | None:
+    """The username the lock-out records keep (AXES_USERNAME_CALLABLE): the name typed, when it
+    names a user; otherwise a keyed digest of it.
+
+    People type their password into the username field: django-axes would keep it in clear in
+    its attempts and failure log (shown in the admin) and the audit entry would name it. A
+    digest keyed with SECRET_KEY still counts the same string's failures together and cannot
+    be reversed by guessing without the key.
+    """
+    typed = (credentials or {}).get("username")
+    if typed is None:
+        typed = request.POST.get("username") if request is not None else None
+    if not typed:
+        return typed
+    if get_user_model()._default_manager.filter(username=typed).exists():
+        return typed
+    digest = salted_hmac("portal.lockout.unknown-username", typed, algorithm="sha256")
+    return f"{UNKNOWN_USER_PREFIX}{digest.hexdigest()[:20]}"
 
 
 def cool_off_minutes() -> int:

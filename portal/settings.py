@@ -415,6 +415,13 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": r"/api/",
+    # The API is JSON (a topology spec YAML too). Form and multipart bodies are parsed only for
+    # the browsable API's HTML forms: not advertised, since they cannot say null or a nesting.
+    "PARSER_WHITELIST": [
+        "portal.api.parsers.JSONParser",
+        "inventory.api.parsers.YAMLParser",
+        "inventory.api.parsers.TextYAMLParser",
+    ],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
@@ -470,7 +477,15 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # A 4xx is one line: Django logs every 403 (PermissionDenied) with a full traceback.
+    "filters": {"client_errors_on_one_line": {"()": "portal.log_filters.ClientErrorsOnOneLine"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["client_errors_on_one_line"],
+        }
+    },
     "root": {"handlers": ["console"], "level": ENV.get("LOG_LEVEL", "INFO")},
     # asyncssh logs five INFO lines per SSH command: 2,600 per poll of a 520-switch fabric.
     "loggers": {"django.db.backends": {"level": "WARNING"}, "asyncssh": {"level": "WARNING"}},
@@ -511,6 +526,8 @@ AXES_RESET_ON_SUCCESS = True
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_CLIENT_IP_CALLABLE = "portal.throttling.login_client_address"
 AXES_LOCKOUT_CALLABLE = "portal.lockout.lockout_response"
+# A username naming no user (often a password typed in the wrong field) is kept as a digest.
+AXES_USERNAME_CALLABLE = "portal.lockout.lockout_username"
 
 # API throttling: the budgets are REST_FRAMEWORK's DEFAULT_THROTTLE_RATES above.
 
@@ -582,6 +599,8 @@ MIDDLEWARE = [
     "csp.middleware.CSPMiddleware",
     # NUL characters, which PostgreSQL cannot store, are a 400 naming the field before any view.
     "portal.middleware.RejectNulCharactersMiddleware",
+    # Before anything reads request.POST: a body Django cannot read is a JSON 4xx, not HTML.
+    "portal.middleware.RequestBodyErrorsMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

@@ -146,13 +146,13 @@ def with_bulk_writes(viewset_class):
     @extend_schema(
         methods=["POST"],
         summary=f"Create many {name} objects in one transaction",
-        request=serializer_class(many=True),
+        request=serializer_class(many=True, allow_empty=False, max_length=MAX_BULK_ITEMS),
         responses={201: serializer_class(many=True), 400: bad},
     )
     @extend_schema(
         methods=["PATCH"],
         summary=f"Change many {name} objects in one transaction (each item names its id)",
-        request=update_item(many=True, partial=True),
+        request=update_item(many=True, partial=True, allow_empty=False, max_length=MAX_BULK_ITEMS),
         responses={200: serializer_class(many=True), 400: bad},
     )
     # The written objects come back as one plain list, not a page.

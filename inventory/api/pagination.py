@@ -6,9 +6,9 @@ COUNT), and rows inserted while a client walks the list do not shift its pages.
 
 from rest_framework.pagination import CursorPagination
 
+from portal.pagination import StrictPageSizeMixin
 
-class InventoryCursorPagination(CursorPagination):
+
+class InventoryCursorPagination(StrictPageSizeMixin, CursorPagination):
     page_size = 100
-    page_size_query_param = "page_size"
-    max_page_size = 1000
     ordering = "id"  # unique and unchanging, as a cursor needs

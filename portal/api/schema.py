@@ -30,6 +30,8 @@ from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import ResolvedComponent
 from rest_framework import serializers
 
+from portal.api.serializers import RejectUnknownFieldsMixin
+
 ERROR_COMPONENT = {
     "type": "object",
     "description": "An error: `detail` says what is wrong; some errors add fields of their own "
@@ -137,6 +139,14 @@ class PortalAutoSchema(AutoSchema):
 
     def _map_serializer_field(self, field, direction, bypass_extensions=False):
         schema = super()._map_serializer_field(field, direction, bypass_extensions)
+        if (
+            direction == "request"
+            and isinstance(field, serializers.ListField)
+            and not field.allow_empty
+            and isinstance(schema, dict)
+        ):
+            # "This list may not be empty.": a 400 the schema did not promise.
+            schema["minItems"] = max(schema.get("minItems", 0), 1)
         if direction != "response" or not isinstance(schema, dict) or "$ref" in schema:
             return schema
         model_field = _model_field(field)
@@ -153,6 +163,25 @@ class PortalAutoSchema(AutoSchema):
                 schema["enum"] = [*schema["enum"], ""]
             elif schema.get("type") == "string" and {"format", "pattern"} & set(schema):
                 schema = _or_blank(schema)
+        return schema
+
+    def _map_basic_serializer(self, serializer, direction):
+        schema = super()._map_basic_serializer(serializer, direction)
+        if direction == "request" and isinstance(serializer, RejectUnknownFieldsMixin):
+            # Strict serializers refuse a field they do not have, naming it.
+            schema["additionalProperties"] = False
+        return schema
+
+    def _unwrap_list_serializer(self, serializer, direction):
+        schema = super()._unwrap_list_serializer(serializer, direction)
+        if schema and isinstance(serializer, serializers.ListSerializer):
+            # A list body's size limits (bulk writes: at least one item, at most MAX_BULK_ITEMS).
+            if serializer.min_length is not None or not serializer.allow_empty:
+                schema["minItems"] = max(
+                    serializer.min_length or 0, 0 if serializer.allow_empty else 1
+                )
+            if serializer.max_length is not None:
+                schema["maxItems"] = serializer.max_length
         return schema
 
     def _insert_field_validators(self, field, schema):

@@ -15,6 +15,7 @@ from rest_framework.views import APIView
 from portal import selectors
 from portal.actions.canary import CANARY_KIND
 from portal.api import serializers as portal_serializers
+from portal.api.filters import UTCIsoDateTimeFilter
 from portal.api.mixins import AuditedModelMixin
 from portal.api.viewsets import SelectorQuerysetMixin
 from portal.errors import Conflict
@@ -31,8 +32,8 @@ def action_accepted(request, action: Action) -> Response:
 
 
 class ActionFilter(filters.FilterSet):
-    created_after = filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
-    created_before = filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
+    created_after = UTCIsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
+    created_before = UTCIsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
 
     class Meta:
         model = Action
@@ -104,8 +105,8 @@ class ActionViewSet(SelectorQuerysetMixin, viewsets.ReadOnlyModelViewSet):
 
 
 class AuditEntryFilter(filters.FilterSet):
-    since = filters.IsoDateTimeFilter(field_name="timestamp", lookup_expr="gte")
-    until = filters.IsoDateTimeFilter(field_name="timestamp", lookup_expr="lt")
+    since = UTCIsoDateTimeFilter(field_name="timestamp", lookup_expr="gte")
+    until = UTCIsoDateTimeFilter(field_name="timestamp", lookup_expr="lt")
     actor = filters.CharFilter(field_name="actor_name")
 
     class Meta:

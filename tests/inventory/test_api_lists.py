@@ -118,8 +118,10 @@ def test_nic_list_walks_every_nic_with_a_cursor(sakuraone, operator_api):
         url, params = body["next"], None
     assert len(seen) == len(set(seen)) == NIC.objects.count() == 1200
     assert seen == sorted(seen)
-    too_big = operator_api.get(f"{API}/nics/", {"page_size": 5000}).json()
-    assert len(too_big["results"]) == 1000  # capped at max_page_size
+    # Past max_page_size is refused, naming it, rather than quietly capped (issue 29).
+    too_big = operator_api.get(f"{API}/nics/", {"page_size": 5000})
+    assert too_big.status_code == 400 and "page_size" in too_big.json()
+    assert len(operator_api.get(f"{API}/nics/", {"page_size": 1000}).json()["results"]) == 1000
 
 
 def query_count(client, url: str, params: dict) -> int:

@@ -69,11 +69,12 @@ def test_a_lockout_is_audited_once_and_names_user_address_and_failures(make_user
     assert entry.after["failures"] == settings.AXES_FAILURE_LIMIT
     assert "127.0.0.1" in entry.note and "locked out until" in entry.note
 
-    # Guessing a name nobody has is audited too, with no user to point at.
+    # Guessing a name nobody has is audited too, with no user to point at, and under a digest
+    # of the name (it may be someone's password: see the test below).
     for n in range(settings.AXES_FAILURE_LIMIT):
         log_in(browser, "no-such-user", f"guess-{n}")
-    ghost = AuditEntry.objects.get(operation="lockout", object_repr="no-such-user")
-    assert ghost.object_id == ""
+    ghost = AuditEntry.objects.get(operation="lockout", object_repr__startswith="unknown-user:")
+    assert ghost.object_id == "" and "no-such-user" not in str(ghost.after)
 
 
 def test_the_audit_page_lists_lockouts(make_user, settings):
@@ -157,3 +158,37 @@ def test_lockout_defaults_are_documented_in_the_readme(settings):
     assert settings.AXES_COOLOFF_TIME.total_seconds() == 15 * 60
     for name in ("LOGIN_FAILURE_LIMIT", "LOGIN_COOLOFF_MINUTES", "LOGIN_LOCKOUT_BY"):
         assert f"`{name}`" in readme
+
+
+def test_a_password_typed_into_the_username_field_is_stored_nowhere(make_user, settings):
+    """People type their password into the username field. The lock-out records (django-axes'
+    attempts and failure log, shown in the admin) and the audit entry keep a username only
+    when it names a user; another name is kept as a keyed digest, which still counts."""
+    from axes.models import AccessAttempt, AccessFailureLog
+
+    settings.AXES_ENABLE_ACCESS_FAILURE_LOG = True
+    user = make_user(Role.VIEWER)
+    for n in range(settings.AXES_FAILURE_LIMIT):
+        log_in(Client(), PASSWORD, f"guess-{n}")
+        log_in(Client(), user.username, f"guess-{n}")
+    assert log_in(Client(), PASSWORD, "anything").status_code == 429  # still counted
+
+    stored = [
+        *AccessAttempt.objects.values_list("username", "get_data", "post_data"),
+        *AccessFailureLog.objects.values_list("username"),
+        *AuditEntry.objects.values_list("object_repr", "after", "note"),
+    ]
+    assert stored and PASSWORD not in str(stored)
+    assert set(AccessAttempt.objects.values_list("username", flat=True)) == {
+        user.username,
+        AccessAttempt.objects.exclude(username=user.username).get().username,
+    }
+    admin = Client()
+    superuser = make_user(Role.ADMIN)
+    superuser.is_staff = superuser.is_superuser = True
+    superuser.save(update_fields=["is_staff", "is_superuser"])
+    admin.force_login(superuser)
+    for page in ("/admin/axes/accessattempt/", "/admin/axes/accessfailurelog/", "/audit/"):
+        response = admin.get(page)
+        assert response.status_code == 200, page
+        assert PASSWORD not in response.content.decode(), page

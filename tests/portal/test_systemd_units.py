@@ -31,7 +31,7 @@ def directives(unit: Path) -> dict[str, list[str]]:
 
 
 def installed_copies(tmp_path: Path) -> list[Path]:
-    """The units as installed with this checkout as the install directory (its .venv has daphne
+    """The units as installed with this checkout as the install directory (its .venv has python
     and celery), so that verify can check that every ExecStart is an executable."""
     copies = []
     for name in SERVICES.values():
@@ -61,13 +61,13 @@ def test_systemd_analyze_verify_catches_a_broken_unit(tmp_path):
     web.write_text(
         web.read_text()
         .replace("Restart=on-failure", "Restrat=on-failure")
-        .replace(f"{REPO}/.venv/bin/daphne", "/nonexistent/daphne")
+        .replace(f"{REPO}/.venv/bin/python", "/nonexistent/python")
     )
     result = subprocess.run(
         ["systemd-analyze", "verify", str(web)], capture_output=True, text=True, timeout=60
     )
     assert "Unknown key 'Restrat'" in result.stderr
-    assert result.returncode != 0 and "/nonexistent/daphne is not executable" in result.stderr
+    assert result.returncode != 0 and "/nonexistent/python is not executable" in result.stderr
 
 
 @pytest.mark.parametrize("service", SERVICES)

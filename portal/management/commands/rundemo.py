@@ -16,16 +16,18 @@ logger = logging.getLogger(__name__)
 
 
 class Command(BaseCommand):
-    help = "Serve the portal on HOST:PORT with daphne (and in-process periodic tasks)."
+    help = (
+        "Serve the portal on HOST:PORT with daphne as production runs it (portal/serve.py), "
+        "and in-process periodic tasks."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", type=int, default=8000)
 
     def handle(self, *args, **options):
-        from daphne.server import Server
-
         from portal.asgi import application
+        from portal.serve import PortalServer
 
         periodic = []
 
@@ -51,7 +53,7 @@ class Command(BaseCommand):
 
         endpoint = f"tcp:port={options['port']}:interface={options['host']}"
         self.stdout.write(f"Serving on http://{options['host']}:{options['port']}/")
-        Server(
+        PortalServer(
             application=application,
             endpoints=[endpoint],
             ready_callable=start_periodic_tasks,
