@@ -116,3 +116,33 @@ def test_a_wrong_password_is_refused_and_never_quoted(redfish_settings, sushy_em
     with pytest.raises(BmcRefused) as refused:
         get_bmc_driver().power_state(target)
     assert "'lab'" in str(refused.value) and "s3cret" not in str(refused.value)
+
+
+def test_no_secret_reaches_a_response_the_action_the_audit_or_the_log(
+    redfish_settings, sushy_emulator, operator_api, tmp_path, caplog
+):
+    from portal.models import Action, ActionStatus, AuditEntry
+    from portal.services.actions import run_action
+
+    node = emulated_node(sushy_emulator, "gpu009")
+    store = tmp_path / "bmc.yaml"
+    store.write_text("emulator: {username: portal, password: hunter2-not-the-bmcs}\n")
+    redfish_settings.BMC_CREDENTIALS_FILE = str(store)
+    caplog.set_level("DEBUG")
+    response = operator_api.post(
+        f"/api/inventory/nodes/{node.pk}/power/", {"operation": "on", "reason": "x"},
+        format="json",
+    )
+    run_action(action_id=response.json()["id"])
+    action = Action.objects.get(pk=response.json()["id"])
+    assert action.status == ActionStatus.FAILED
+    assert "refused the login 'emulator' (401)" in action.last_error
+    seen = [
+        response.content.decode(),
+        str(list(Action.objects.values())),
+        str(list(AuditEntry.objects.values())),
+        operator_api.get(f"/api/inventory/nodes/{node.pk}/").content.decode(),
+        operator_api.get(f"/api/inventory/nodes/{node.pk}/power/").content.decode(),
+        caplog.text,
+    ]
+    assert not any("hunter2" in text for text in seen)
