@@ -16,8 +16,6 @@ from rest_framework.views import APIView
 
 from inventory import cable_trace, filtersets, selectors
 from inventory.allocations import allocation_create, allocation_delete, allocation_update
-from inventory.bmc.power import OPERATIONS, power_impact, read_power_state, request_power_action
-from inventory.bmc.targets import has_bmc
 from inventory.api import fast_lists
 from inventory.api import serializers as inventory_serializers
 from inventory.api.bulk import with_bulk_writes
@@ -25,6 +23,8 @@ from inventory.api.errors import integrity_error_fields
 from inventory.api.pagination import InventoryCursorPagination
 from inventory.api.parsers import TextYAMLParser, YAMLParser
 from inventory.api.prefetch import related_paths
+from inventory.bmc.power import OPERATIONS, power_impact, read_power_state, request_power_action
+from inventory.bmc.targets import has_bmc
 from inventory.models import GPU, NIC, Allocation, Cable, Node, Pod, Rack, Switch, SwitchPort
 from inventory.services import cable_create_on_rail, cable_update
 from inventory.topology.importer import import_topology
