@@ -9,6 +9,8 @@ from django.template.response import TemplateResponse
 from django.views.generic import TemplateView
 
 from inventory import cable_trace, selectors
+from inventory.bmc.power import read_power_state
+from inventory.bmc.targets import has_bmc
 from inventory.hostlist import compress_hostlist
 from inventory.models import NIC
 from inventory.ui_panels import node_panels, switch_panels
@@ -37,6 +39,8 @@ class NodeDetailView(InventoryPageMixin, TemplateView):
             rail_picture_height=2 * RAIL_TOP + (len(rail_map) - 1) * RAIL_ROW,
             rail_nic_count=sum(1 for nic in nics if nic.role == NIC.Role.RAIL),
             node_panels=node_panels(),
+            # Read live, with BMC_PAGE_TIMEOUT: an unknown state is said, never guessed.
+            bmc={"configured": has_bmc(node), "power_state": read_power_state(node)},
         )
         return context
 

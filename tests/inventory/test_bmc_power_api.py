@@ -212,3 +212,16 @@ def test_gpus_match_by_uuid_when_the_bmc_has_no_serial(node):
     )
     assert matches[0].gpu == gpu and matches[0].matched_by == "uuid"
     assert matches[1].gpu is None
+
+
+def test_the_node_page_shows_the_bmc_and_its_live_power_state(client, make_user, node,
+                                                              simulated_bmcs):
+    client.force_login(make_user(Role.VIEWER))
+    page = client.get(f"/inventory/nodes/{node.hostname}/").content.decode()
+    assert "10.10.0.10" in page and "redfish/supermicro" in page
+    assert "<dd data-power-state>On</dd>" in page
+    simulated_bmcs.BMC_DRIVER = "inventory.bmc.drivers.redfish.RedfishDriver"
+    simulated_bmcs.BMC_ENDPOINTS = {"gpu010": "http://127.0.0.1:9"}  # nothing listens there
+    reset_bmc_driver()
+    page = client.get(f"/inventory/nodes/{node.hostname}/").content.decode()
+    assert "unknown (the BMC did not answer)" in page

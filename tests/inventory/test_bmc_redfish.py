@@ -15,11 +15,7 @@ from inventory.bmc.drivers.base import (
 )
 from inventory.bmc.power import PowerActionFailed, carry_out
 from inventory.bmc.targets import bmc_target
-from tests.inventory.bmc_fixtures import (  # noqa: F401 - fixtures
-    emulated_node,
-    redfish_settings,
-    sushy_emulator,
-)
+from tests.inventory.bmc_fixtures import emulated_node
 
 pytestmark = pytest.mark.django_db
 
@@ -50,7 +46,7 @@ def test_reads_what_the_emulator_offers(redfish_settings, sushy_emulator):
 
 def test_nmi_is_refused_in_the_bmcs_own_words(redfish_settings, sushy_emulator):
     node = emulated_node(sushy_emulator, "gpu002")
-    with pytest.raises(BmcRefused, match="501.*Nmi is not supported") as refused:
+    with pytest.raises(BmcRefused, match=r"501.*Nmi is not supported") as refused:
         get_bmc_driver().reset(bmc_target(node), "Nmi")
     assert refused.value.status_code == 501
 
@@ -98,13 +94,14 @@ def test_an_action_fails_when_the_bmc_does_not_reach_the_state_in_time(
     _set_power(node, "On")
     # The emulator lands a change at least 1 s later: a 0.3 s deadline must fail, saying so.
     redfish_settings.BMC_POWER_DEADLINE_SECONDS = 0.3
-    with pytest.raises(PowerActionFailed, match="still reports On .* after ForceOff; expected Off"):
+    expected = r"still reports On .* after ForceOff; expected Off"
+    with pytest.raises(PowerActionFailed, match=expected):
         carry_out(node, "force_off")
 
 
 def test_bmc_reset_fails_with_what_the_bmc_lacks(redfish_settings, sushy_emulator):
     node = emulated_node(sushy_emulator, "gpu007")
-    with pytest.raises(PowerActionFailed, match="does not offer Manager.Reset"):
+    with pytest.raises(PowerActionFailed, match=r"does not offer Manager\.Reset"):
         carry_out(node, "bmc_reset")
 
 
