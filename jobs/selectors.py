@@ -238,6 +238,21 @@ def running_jobs_on_nodes(node_ids) -> QuerySet[Job]:
     return running_jobs().filter(nodes__in=node_ids).distinct().order_by("job_id")
 
 
+def running_jobs_named_by_node(nodes) -> dict[str, list[str]]:
+    """{hostname: ["job 1234 (alice, physics)", ...]} of the running jobs on `nodes`: what a
+    power-off would end (registered as inventory's power guard)."""
+    named: dict[str, list[str]] = {}
+    jobs = running_jobs_on_nodes([node.pk for node in nodes]).prefetch_related("nodes")
+    wanted = {node.hostname for node in nodes}
+    for job in jobs:
+        for node in job.nodes.all():
+            if node.hostname in wanted:
+                named.setdefault(node.hostname, []).append(
+                    f"job {job.job_id} ({job.user}, {job.account})"
+                )
+    return named
+
+
 def running_jobs_crossing_pods(pod_ids: set[int]) -> QuerySet[Job]:
     """Running jobs spanning more than one pod, one of them among `pod_ids`: the jobs whose
     traffic crosses the spines those pods' leafs uplink to."""

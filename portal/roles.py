@@ -64,6 +64,8 @@ CAPABILITIES: dict[str, tuple[tuple[Role, ...], str]] = {
     "run_canary": ((ADMIN, OPERATOR, ONCALL), "queue the canary Action that proves the worker"),
     "act_on_switch": ((ADMIN, OPERATOR),
                       "shut and start ports, leaf maintenance, QoS, ECN counters, save config"),
+    "power": ((ADMIN, OPERATOR),
+              "power nodes on, off and through a cycle, and reset their BMCs (Redfish)"),
     "write_inventory": ((ADMIN, OPERATOR), "change inventory records and import topologies"),
     "allocate": ((ADMIN, OPERATOR), "allocate nodes to tenants and end allocations"),
     "manage_tenants": ((ADMIN,), "create, change and delete tenants"),

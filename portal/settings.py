@@ -362,6 +362,40 @@ FABRIC_WRED_PROFILE = ENV.get("FABRIC_WRED_PROFILE", "AZURE_LOSSLESS")
 # Queues whose ECN-marked counters are read (the lossless ones).
 FABRIC_COUNTER_QUEUES = env_list(ENV, "FABRIC_COUNTER_QUEUES", ["3", "4"])
 
+# --- BMC driver: Redfish to the nodes' BMCs (inventory/bmc/) -----------------------------------
+# The demo simulates the BMCs; a real cluster sets inventory.bmc.drivers.redfish.RedfishDriver.
+BMC_DRIVER = ENV.get("BMC_DRIVER", "inventory.bmc.drivers.simulated.SimulatedDriver")
+# JSON or YAML file mapping Node.bmc_credentials_ref -> {username, password}; it stays on the
+# server and nothing in the portal ever returns its contents.
+BMC_CREDENTIALS_FILE = ENV.get("BMC_CREDENTIALS_FILE", str(VAR_DIR / "bmc-credentials.yaml"))
+# Where to reach a node's BMC when it is not BMC_SCHEME://<bmc_address>, as JSON
+# {"gpu001": "http://127.0.0.1:8610"} (sushy-emulator serves every node behind one address).
+try:
+    BMC_ENDPOINTS = json.loads(ENV.get("BMC_ENDPOINTS") or "{}")
+except ValueError:
+    raise ConfigurationError("BMC_ENDPOINTS must be a JSON object") from None
+if not isinstance(BMC_ENDPOINTS, dict):
+    raise ConfigurationError("BMC_ENDPOINTS must be a JSON object")
+BMC_SCHEME = ENV.get("BMC_SCHEME", "https")
+if BMC_SCHEME not in ("https", "http"):
+    raise ConfigurationError("BMC_SCHEME must be https or http")
+BMC_VERIFY_TLS = env_bool(ENV, "BMC_VERIFY_TLS", True)
+# Seconds one Redfish request may take (connect and read) in an Action.
+BMC_TIMEOUT = env_float(ENV, "BMC_TIMEOUT", 20.0)
+# Seconds a page waits for a live read of the power state before saying "unknown".
+BMC_PAGE_TIMEOUT = env_float(ENV, "BMC_PAGE_TIMEOUT", 3.0)
+# A power Action succeeds only when the BMC reports the target state within this many seconds,
+# read every BMC_POLL_SECONDS.
+BMC_POWER_DEADLINE_SECONDS = env_float(ENV, "BMC_POWER_DEADLINE_SECONDS", 120.0)
+BMC_POLL_SECONDS = env_float(ENV, "BMC_POLL_SECONDS", 1.0)
+# The simulated BMCs: where their state lives (shared by web and worker) and how long a power
+# change takes to land, like sushy-emulator's 1-11 s.
+BMC_SIMULATOR_STATE_FILE = ENV.get("BMC_SIMULATOR_STATE_FILE", str(VAR_DIR / "bmc-simulator.json"))
+BMC_SIMULATOR_POWER_DELAY_SECONDS = env_float(ENV, "BMC_SIMULATOR_POWER_DELAY_SECONDS", 3.0)
+for _name in ("BMC_TIMEOUT", "BMC_PAGE_TIMEOUT", "BMC_POWER_DEADLINE_SECONDS", "BMC_POLL_SECONDS"):
+    if globals()[_name] <= 0:
+        raise ConfigurationError(f"{_name} must be a positive number of seconds")
+
 # --- REST API -----------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

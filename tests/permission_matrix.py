@@ -587,6 +587,20 @@ def _inventory_rows() -> dict[str, Route]:
             ),
         )
     )
+    rows["api:inventory:node-power"] = Route(
+        (
+            get(
+                lambda w: f"/api/inventory/nodes/{w.node.pk}/power/",
+                api("power"),
+                note="the impact before confirming: only those who may power see it",
+            ),
+            post(
+                lambda w: f"/api/inventory/nodes/{w.node.pk}/power/",
+                api("power", 400),
+                note="viewers and tenant admins cannot power anything, not even their own node",
+            ),
+        )
+    )
     rows["api:inventory:topology-import"] = Route(
         (post("/api/inventory/topology/import", api("write_inventory", 400)),)
     )

@@ -193,6 +193,9 @@ class NodeSerializer(StrictModelSerializer):
             "slurm_state",
             "slurm_reason",
             "slurm_state_changed_at",
+            "bmc_address",
+            "bmc_system_id",
+            "bmc_credentials_ref",
             "created_at",
             "updated_at",
         ]
@@ -212,6 +215,40 @@ class NodeSerializer(StrictModelSerializer):
                 {"rack": [f"rack {rack.name} is in pod {rack.pod}, not {pod.name}"]}
             )
         return attrs
+
+
+class PowerOperationSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    label = serializers.CharField()
+    disruptive = serializers.BooleanField(
+        help_text="Takes the host down: refused while jobs run unless forced"
+    )
+
+
+class NodePowerSerializer(serializers.Serializer):
+    """The impact shown before a power Action is confirmed."""
+
+    hostname = serializers.CharField()
+    bmc_configured = serializers.BooleanField()
+    power_state = serializers.CharField(
+        allow_null=True, help_text="As the BMC reports it now; null when it cannot say"
+    )
+    operations = PowerOperationSerializer(many=True)
+    jobs = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Running jobs a power-off or power cycle would end",
+    )
+
+
+class NodePowerRequestSerializer(StrictSerializer):
+    operation = serializers.ChoiceField(
+        choices=["on", "graceful_off", "force_off", "power_cycle", "bmc_reset"]
+    )
+    reason = serializers.CharField(max_length=1000, help_text="Recorded on the Action and audit")
+    force = serializers.BooleanField(
+        default=False, help_text="Power off or cycle even a node that runs jobs"
+    )
+    idempotency_key = serializers.CharField(required=False, max_length=128)
 
 
 class GPUSerializer(StrictModelSerializer):

@@ -23,6 +23,8 @@ from inventory.api.errors import integrity_error_fields
 from inventory.api.pagination import InventoryCursorPagination
 from inventory.api.parsers import TextYAMLParser, YAMLParser
 from inventory.api.prefetch import related_paths
+from inventory.bmc.power import OPERATIONS, power_impact, read_power_state, request_power_action
+from inventory.bmc.targets import has_bmc
 from inventory.models import (
     GPU,
     NIC,
@@ -40,6 +42,8 @@ from inventory.topology.importer import import_topology
 from inventory.topology.spec import spec_from_yaml
 from inventory.validation import RULES, current_violations
 from portal.api.mixins import AuditedModelMixin
+from portal.api.serializers import ActionSerializer
+from portal.api.views import action_accepted
 from portal.api.viewsets import SelectorQuerysetMixin
 from portal.errors import Conflict, InvalidInput
 
@@ -124,9 +128,60 @@ class NodeViewSet(InventoryViewSet):
     filterset_class = filtersets.NodeFilterSet
     search_fields = ["hostname", "serial", "model"]
     ordering_fields = ["hostname", "status", "slurm_state", "created_at", "updated_at"]
+    # Reading the power state and the impact is the first half of acting on it.
+    action_capabilities = {"power": "power"}
 
     def restrict_queryset(self, user):
         return selectors.node_list(user=user)
+
+    @extend_schema(
+        methods=["GET"],
+        summary="The node's power state (read live from its BMC) and what a power-off would hit",
+        responses={200: inventory_serializers.NodePowerSerializer},
+    )
+    @extend_schema(
+        methods=["POST"],
+        summary="Power on, off (graceful or forced), cycle, or reset the BMC (202 with the Action)",
+        request=inventory_serializers.NodePowerRequestSerializer,
+        responses={
+            202: ActionSerializer,
+            400: OpenApiResponse(OpenApiTypes.OBJECT, description="Bad input; the field is named"),
+            403: OpenApiResponse(OpenApiTypes.OBJECT, description="Your role may not power nodes"),
+            409: OpenApiResponse(
+                OpenApiTypes.OBJECT,
+                description="The node has no BMC, or runs jobs (named): repeat with force",
+            ),
+        },
+    )
+    @action(detail=True, methods=["get", "post"], url_path="power", url_name="power")
+    def power(self, request, pk=None):
+        node = get_object_or_404(self.restrict_queryset(request.user), pk=pk)
+        self.check_object_permissions(request, node)
+        if request.method == "GET":
+            return Response(
+                {
+                    "hostname": node.hostname,
+                    "bmc_configured": has_bmc(node),
+                    "power_state": read_power_state(node),
+                    "operations": [
+                        {"name": op.name, "label": op.label, "disruptive": op.disruptive}
+                        for op in OPERATIONS.values()
+                    ],
+                    "jobs": power_impact(node)["jobs"],
+                }
+            )
+        body = inventory_serializers.NodePowerRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        action_row, _ = request_power_action(
+            node=node,
+            operation=data["operation"],
+            reason=data["reason"],
+            force=data["force"],
+            requested_by=request.user,
+            idempotency_key=data.get("idempotency_key") or request.headers.get("Idempotency-Key"),
+        )
+        return action_accepted(request, action_row)
 
 
 @with_bulk_writes

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import Q
 
@@ -42,6 +43,34 @@ class Node(models.Model):
     slurm_state = models.CharField(max_length=32, blank=True, db_index=True)
     slurm_reason = models.TextField(blank=True)
     slurm_state_changed_at = models.DateTimeField(null=True, blank=True)
+    # The node's BMC (Redfish). The address is NetBox's `oob_ip`; the credentials are a name in
+    # the BMC credentials store (BMC_CREDENTIALS_FILE), never a password.
+    bmc_address = models.GenericIPAddressField(
+        "BMC address", null=True, blank=True, help_text="The BMC's out-of-band IP (Redfish)"
+    )
+    bmc_system_id = models.CharField(
+        "BMC system id",
+        max_length=128,
+        blank=True,
+        validators=[
+            RegexValidator(
+                r"^[A-Za-z0-9_.:-]*$", "A Redfish resource id (letters, digits, _ . : -)."
+            )
+        ],
+        help_text="The ComputerSystem's Id under /redfish/v1/Systems/ (blank: the only one)",
+    )
+    bmc_credentials_ref = models.CharField(
+        "BMC credentials",
+        max_length=200,
+        blank=True,
+        validators=[
+            RegexValidator(
+                r"^[A-Za-z0-9_./:-]*$",
+                "A reference name into the secrets store (letters, digits, _ . / : -).",
+            )
+        ],
+        help_text="Name of the BMC login in the secrets store, e.g. redfish/supermicro",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -50,6 +79,13 @@ class Node(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["serial"], condition=~Q(serial=""), name="node_serial_unique"
+            ),
+            # One BMC serves one system here; several systems behind one address (a chassis
+            # manager, the test emulator) are reached through BMC_ENDPOINTS instead.
+            models.UniqueConstraint(
+                fields=["bmc_address"],
+                condition=Q(bmc_address__isnull=False),
+                name="node_bmc_address_unique",
             ),
         ]
 

@@ -312,6 +312,8 @@ class _Planner:
             "pod": obj.pod.name if obj.pod else "",
             "rack": obj.rack.name if obj.rack else "",
         }
+        if isinstance(obj, Node):
+            current["bmc_address"] = obj.bmc_address
         if isinstance(obj, Switch):
             current.update(
                 role=obj.role,

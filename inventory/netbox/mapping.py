@@ -215,7 +215,17 @@ def node_fields(device: dict) -> dict[str, Any]:
         "pod": device_pod(device),
         "rack": nested_name(device, "rack"),
         "status": device_status(device),
+        # NetBox's out-of-band address of a server is its BMC's.
+        "bmc_address": oob_address(device),
     }
+
+
+def oob_address(device: dict) -> str | None:
+    """The device's `oob_ip` without its prefix length (NetBox 3.6+), or None."""
+    address = device.get("oob_ip")
+    if isinstance(address, dict) and address.get("address"):
+        return str(address["address"]).split("/")[0]
+    return None
 
 
 def switch_fields(device: dict, role: str) -> dict[str, Any]:

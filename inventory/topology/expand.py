@@ -75,6 +75,7 @@ class _Expander:
         self.scale = scale
         self.errors = errors
         self.plan = Plan(name=spec.name, scale=scale)
+        self.bmc_addresses: dict[str, str] = {}
         self.node_templates: dict[str, NodeTemplate] = {}  # hostname -> template
         self.cabled_nics: dict[tuple[str, str], str] = {}  # (hostname, device) -> rule
         self.switches: dict[str, _SwitchPorts] = {}
@@ -120,7 +121,7 @@ class _Expander:
                 position = 0
                 for node_range in pod.ranges:
                     template = spec.node_templates[node_range.template]
-                    for base_hostname in node_range.hostnames:
+                    for in_range, base_hostname in enumerate(node_range.hostnames):
                         hostname = offset_trailing_number(base_hostname, copy * highest)
                         ordinal += 1
                         rack = None
@@ -139,7 +140,34 @@ class _Expander:
                         self.add_node(
                             hostname, pod_name, rack, ordinal, node_range.status, template
                         )
+                        if node_range.bmc is not None and not self.add_bmc(
+                            node_range, copy * len(node_range.hostnames) + in_range, ordinal
+                        ):
+                            return
         plan.racks = [RackPlan(name, pod) for name, pod in racks.items()]
+
+    def add_bmc(self, node_range, offset: int, ordinal: int) -> bool:
+        """Fill the BMC of the node just added; False (an error recorded) when its address runs
+        past the address space or repeats another node's."""
+        node, bmc = self.plan.nodes[-1], node_range.bmc
+        node.bmc_credentials_ref = bmc.credentials_ref
+        node.bmc_system_id = bmc.system_id.format(
+            hostname=node.hostname, number=_trailing_number(node.hostname), ordinal=ordinal
+        )
+        if bmc.address_start is None:
+            return True
+        location = f"{node_range.location}.bmc.address_start"
+        try:
+            address = str(bmc.address_start + offset)
+        except ValueError:
+            self.errors.add(location, "runs past the address space")
+            return False
+        owner = self.bmc_addresses.setdefault(address, node.hostname)
+        if owner != node.hostname:
+            self.errors.add(location, f"{address} of {node.hostname} is already {owner}'s BMC")
+            return False
+        node.bmc_address = address
+        return True
 
     def add_node(self, hostname, pod, rack, ordinal, status, template: NodeTemplate) -> None:
         identifiers = self.spec.identifiers

@@ -243,7 +243,17 @@ class _Writer:
             },
             key_fields=["hostname"],
             scope=Node.objects.filter(hostname__in=hostnames),
-            on_create={node.hostname: {"status": node.status} for node in plan.nodes},
+            # BMC facts, like the status, are the spec's only for a new node: afterwards the API
+            # or NetBox (oob_ip) owns them, and a range without `bmc` must not blank them.
+            on_create={
+                node.hostname: {
+                    "status": node.status,
+                    "bmc_address": node.bmc_address,
+                    "bmc_system_id": node.bmc_system_id,
+                    "bmc_credentials_ref": node.bmc_credentials_ref,
+                }
+                for node in plan.nodes
+            },
         )
         gpu_ids = self.sync(
             GPU,

@@ -33,6 +33,9 @@ class NodePlan:
     cpu_count: int
     memory_gb: int
     disks: list
+    bmc_address: str | None = None
+    bmc_system_id: str = ""
+    bmc_credentials_ref: str = ""
 
 
 @dataclass(slots=True)

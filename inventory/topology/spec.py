@@ -72,11 +72,21 @@ class SwitchTemplate:
 
 
 @dataclass(slots=True)
+class NodeBmc:
+    """A range's BMCs: addresses counted up from `address_start`, one per node in order."""
+
+    address_start: ipaddress.IPv4Address | ipaddress.IPv6Address | None
+    system_id: str  # format: {hostname}, {number}, {ordinal}
+    credentials_ref: str
+
+
+@dataclass(slots=True)
 class NodeRange:
     location: str
     hostnames: list[str]
     template: str
     status: str
+    bmc: NodeBmc | None = None
 
 
 @dataclass(slots=True)
@@ -404,9 +414,12 @@ def _read_pods(errors: SpecErrors, values: list, spec: Spec) -> None:
 
 
 def _read_node_range(errors, value, location, spec: Spec, hosts: dict[str, str]):
-    reader = Reader(errors, value, location, ["range", "template"], ["status"])
+    reader = Reader(errors, value, location, ["range", "template"], ["status", "bmc"])
     if not reader.ok:
         return None
+    bmc = None
+    if "bmc" in reader.data:
+        bmc = _read_node_bmc(errors, reader.data["bmc"], reader.at("bmc"))
     template = reader.string("template")
     if template not in spec.node_templates:
         known = ", ".join(sorted(spec.node_templates)) or "none"
@@ -426,7 +439,24 @@ def _read_node_range(errors, value, location, spec: Spec, hosts: dict[str, str])
         )
     for hostname in hostnames:
         hosts.setdefault(hostname, location)
-    return NodeRange(location, hostnames, template, status) if reader.ok else None
+    if not reader.ok or ("bmc" in reader.data and bmc is None):
+        return None
+    return NodeRange(location, hostnames, template, status, bmc)
+
+
+def _read_node_bmc(errors: SpecErrors, value: Any, location: str) -> NodeBmc | None:
+    reader = Reader(errors, value, location, [], ["address_start", "system_id", "credentials_ref"])
+    if not reader.ok:
+        return None
+    address = None
+    if "address_start" in reader.data:
+        try:
+            address = ipaddress.ip_address(reader.string("address_start"))
+        except ValueError:
+            reader.fail("address_start", "is not an IP address")
+    system_id = reader.format_string("system_id", {"hostname", "number", "ordinal"}, default="")
+    credentials_ref = reader.string("credentials_ref", pattern=re.compile(r"^[\w./:-]*$"))
+    return NodeBmc(address, system_id, credentials_ref) if reader.ok else None
 
 
 def _read_switch_groups(errors: SpecErrors, values: list, spec: Spec) -> None:

@@ -9,6 +9,8 @@ from django.template.response import TemplateResponse
 from django.views.generic import TemplateView
 
 from inventory import cable_trace, selectors
+from inventory.bmc.power import read_power_state
+from inventory.bmc.targets import has_bmc
 from inventory.hostlist import compress_hostlist
 from inventory.models import NIC
 from inventory.ui_panels import node_panels, switch_panels
@@ -39,6 +41,8 @@ class NodeDetailView(InventoryPageMixin, TemplateView):
             node_panels=node_panels(),
             swaps=selectors.swap_list(user=self.request.user,
                                       filters={"node": node.hostname})[:50],
+            # Read live, with BMC_PAGE_TIMEOUT: an unknown state is said, never guessed.
+            bmc={"configured": has_bmc(node), "power_state": read_power_state(node)},
         )
         return context
 

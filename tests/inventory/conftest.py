@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from inventory.topology.spec import spec_from_yaml
+from tests.inventory.bmc_fixtures import redfish_settings, sushy_emulator  # noqa: F401 - fixtures
 
 SAKURAONE_SPEC_PATH = Path(__file__).resolve().parents[2] / "inventory/fixtures/sakuraone.yaml"
 

@@ -615,3 +615,20 @@ def test_mapping_of_names_speeds_and_media():
     assert (fields["pod"], fields["rail"]) == ("p2", 5)
     with pytest.raises(mapping.MappingError, match="a leaf needs a pod"):
         mapping.switch_fields({"name": "leaf-r1"}, Switch.Role.LEAF)
+
+
+def test_a_servers_oob_ip_is_its_bmc_address(empty_inventory, replay):
+    """Issue 24: NetBox's `oob_ip` of a node is its BMC's Redfish address."""
+    replay.find("dcim/devices", name="gpu001")["oob_ip"] = {"id": 91, "address": "10.10.0.1/16"}
+
+    result = netbox_import(url=replay.url, token=TOKEN)
+
+    create = next(c for c in result.plan.changes if c.model == "node" and c.name == "gpu001")
+    assert create.action == "create"
+    assert Node.objects.get(hostname="gpu001").bmc_address == "10.10.0.1"
+    assert Node.objects.get(hostname="gpu002").bmc_address is None
+    replay.find("dcim/devices", name="gpu001")["oob_ip"] = {"id": 92, "address": "10.10.0.9/16"}
+    again = netbox_import(url=replay.url, token=TOKEN)
+    assert [(c.name, c.fields) for c in again.plan.changes if c.action == "update"] == [
+        ("gpu001", {"bmc_address": ("10.10.0.1", "10.10.0.9")})
+    ]

@@ -1,0 +1,42 @@
+"""The Action handler that carries power requests out through the configured BMC driver."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from inventory.bmc.power import (
+    POWER_ACTION,
+    PowerActionFailed,
+    PowerActionUnreachable,
+    carry_out,
+)
+from inventory.models import Node
+from portal.actions.registry import (
+    PermanentActionError,
+    TransientActionError,
+    register_action_handler,
+)
+
+
+def power_attempt_lease_seconds(action=None) -> float:
+    """One attempt: a reset or two and the wait for the target state (a power cycle by
+    ForceOff then On waits twice), each request bounded by the driver's timeout."""
+    return 2 * settings.BMC_POWER_DEADLINE_SECONDS + 4 * settings.BMC_TIMEOUT + 10
+
+
+@register_action_handler(
+    POWER_ACTION,
+    lease_seconds=power_attempt_lease_seconds,
+    description="Power a node on, off or through a cycle, or reset its BMC, through Redfish.",
+    max_attempts=5,
+)
+def power_node(action) -> dict:
+    node = Node.objects.filter(hostname=action.parameters["node"]).first()
+    if node is None:
+        raise PermanentActionError(f"node {action.parameters['node']} no longer exists")
+    try:
+        return carry_out(node, action.parameters["operation"])
+    except PowerActionUnreachable as error:
+        raise TransientActionError(str(error)) from error
+    except PowerActionFailed as error:
+        raise PermanentActionError(str(error)) from error
