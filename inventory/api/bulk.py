@@ -69,7 +69,14 @@ def bulk_write(view, request) -> Response:
             if instance is None:
                 continue  # reported by _instances_to_update
         serializer = view.get_serializer(instance, data=data, partial=updating)
-        if serializer.is_valid():
+        try:
+            valid = serializer.is_valid()
+        except ServiceError as exc:
+            # A service the serializer asks (a hostlist expanded against the inventory) refused
+            # the item: its error belongs in the item's entry, not as the whole response.
+            errors.append({"index": index, "fields": _fields(exc.detail)})
+            continue
+        if valid:
             bound.append((index, serializer))
         else:
             errors.append({"index": index, "fields": _fields(serializer.errors)})

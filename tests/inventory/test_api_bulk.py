@@ -160,3 +160,15 @@ def test_bulk_writes_are_for_operators(sakuraone, api_as):
             == 403
         )
     assert not Node.objects.filter(hostname="gpu900").exists()
+
+
+def test_an_item_a_service_refuses_while_validating_is_named_in_the_bulk_error(
+    sakuraone, operator_api, tenant_a
+):
+    items = [{"tenant": tenant_a.pk, "hostlist": "bad host!", "purpose": "refused",
+              "start": "2026-12-01T00:00:00Z", "end": "2026-12-02T00:00:00Z"}]
+    response = operator_api.post(f"{API}/allocations/bulk/", items, format="json")
+    assert response.status_code == 400, response.json()
+    body = response.json()
+    assert body["detail"] == "1 item is invalid; nothing was written."
+    assert body["errors"][0]["index"] == 0 and "hostlist" in body["errors"][0]["fields"]

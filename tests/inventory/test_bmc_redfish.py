@@ -16,8 +16,17 @@ from inventory.bmc.drivers.base import (
 from inventory.bmc.power import PowerActionFailed, carry_out
 from inventory.bmc.targets import bmc_target
 from tests.inventory.bmc_fixtures import emulated_node
+from tests.inventory.conftest import delete_inventory
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def without_the_sakuraone_import(db):
+    """These tests make their own nodes under SAKURAONE's host names (the emulated BMCs are named
+    so): the package's committed import is emptied inside each test's transaction, and is whole
+    again for the next test."""
+    delete_inventory()
 
 
 def _set_power(node, state: str) -> None:

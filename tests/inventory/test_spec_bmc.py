@@ -9,8 +9,17 @@ import pytest
 from inventory.models import Node
 from inventory.topology.importer import import_topology
 from portal.errors import InvalidInput
+from tests.inventory.conftest import delete_inventory
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def without_the_sakuraone_import(db):
+    """These tests make their own nodes under SAKURAONE's host names (the emulated BMCs are named
+    so): the package's committed import is emptied inside each test's transaction, and is whole
+    again for the next test."""
+    delete_inventory()
 
 
 def test_a_range_names_its_bmcs(sakuraone_spec):
