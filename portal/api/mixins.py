@@ -52,11 +52,12 @@ class AuditedModelMixin:
         return serializer
 
     def locked_for_update(self, instance):
-        """`instance` locked and as committed; bulk writes fetch their rows without
-        get_object()."""
+        """`instance` locked and as committed. A single update's get_object() locked and read it
+        already, in this same transaction; bulk writes fetch their rows without get_object()."""
         if not transaction.get_connection().in_atomic_block:
             raise RuntimeError("lock a row for update inside the write's transaction")
-        lock_and_reload(instance)
+        if instance is not getattr(self, "_object_read", None):
+            lock_and_reload(instance)
         return instance
 
     def perform_create(self, serializer):
