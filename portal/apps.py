@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
 
 
 class PortalConfig(AppConfig):
@@ -19,3 +20,14 @@ class PortalConfig(AppConfig):
 
         register_portal_groups()
         import_handler_modules(settings.ACTION_HANDLER_MODULES)
+        # The role groups are rows a data migration made: a database flush (as transactional
+        # tests end) removes them and only post_migrate runs again, so it makes them again.
+        post_migrate.connect(_role_groups_after_migrate, sender=self)
+
+
+def _role_groups_after_migrate(sender, using, **kwargs):
+    from portal.roles import Role
+
+    Group = sender.apps.get_model("auth", "Group")
+    for role in Role:
+        Group.objects.using(using).get_or_create(name=role.value)
