@@ -22,6 +22,7 @@ from django.urls import reverse
 
 from faults.selectors import ticket_get
 from inventory.hostlist import expand_hostlist
+from inventory.models import SwitchPort
 from inventory.selectors import hardware_search, node_list, switch_list
 from jobs.selectors import visible_jobs
 from portal.errors import InvalidInput
@@ -33,8 +34,12 @@ LIMIT_PER_KIND = 10
 _TICKET = re.compile(r"^(?:FT-?|#)(\d+)$", re.IGNORECASE)
 _MAC = re.compile(r"^[0-9a-f]{2}([:-][0-9a-f]{2}){5}$", re.IGNORECASE)
 # `leaf-p1-r3:Ethernet8`; a MAC or an IPv6 address has more than one colon and is read first.
-_SWITCH_PORT = re.compile(r"^([A-Za-z0-9._-]+):([A-Za-z0-9/._-]+)$")
+_SWITCH_PORT = re.compile(r"^([A-Za-z0-9._-]+):([A-Za-z0-9/._()-]+)$")
 _JOB_ID = re.compile(r"^\d+(?:[_+]\d+)?$")
+# `leaf-p1-r3 Ethernet8`: a switch and a port separated by spaces, as pasted from a table.
+_SWITCH_SPACE_PORT = re.compile(r"^([A-Za-z0-9._-]+)\s+([A-Za-z0-9/._()-]+)$")
+# `gpu12` for gpu012: a name typed without its zero padding (or with too much).
+_NAME_NUMBER = re.compile(r"^([A-Za-z][A-Za-z0-9._-]*?)(\d+)$")
 
 
 @dataclass(frozen=True)
@@ -87,8 +92,17 @@ def search(*, user, query: str) -> SearchResult:
         if port_match:
             hits += _port(user, *port_match.groups())
             return result
+        spaced = _SWITCH_SPACE_PORT.match(text)
+        found = _port(user, *spaced.groups()) if spaced else []
+        if found:  # otherwise two words that are not a switch and its port: search on
+            hits += found
+            return result
     hits += _switches(user, text)
     hits += _hardware(user, text)
+    if not any(hit.exact for hit in hits):
+        hits += _renumbered(user, text, fragments=hits)
+    if not hits:
+        hits += _port_aliases(user, text)
     return result
 
 
@@ -172,9 +186,44 @@ def _port(user, switch_name: str, port_name: str) -> list[SearchHit]:
     port = switch.ports.filter(Q(name__iexact=port_name) | Q(alias__iexact=port_name)).first()
     if port is None:
         return []
+    port.switch = switch
+    return [_port_hit(port, exact=True)]
+
+
+def _port_hit(port, *, exact: bool) -> SearchHit:
+    switch = port.switch
     url = reverse("fabric:switch-detail", args=[switch.hostname]) + f"#port-{port.name}"
     detail = f"{port.speed_gbps}G" + (f" · {port.alias}" if port.alias else "")
-    return [SearchHit("port", f"{switch.hostname}:{port.name}", detail, url, exact=True)]
+    return SearchHit("port", f"{switch.hostname}:{port.name}", detail, url, exact=exact)
+
+
+def _renumbered(user, text: str, *, fragments: list[SearchHit]) -> list[SearchHit]:
+    """The node `text` names but for zero padding: `gpu12` is gpu012, `gpu0012` too. It is the
+    jump only when nothing else matched: `gpu01` may be gpu011 half typed, so it lists gpu010-019
+    and gpu001 without jumping."""
+    match = _NAME_NUMBER.match(text)
+    if not match:
+        return []
+    prefix, digits = match.groups()
+    pattern = rf"^{re.escape(prefix)}0*{int(digits)}$"
+    nodes = node_list(user=user).filter(hostname__iregex=pattern).select_related("pod", "rack")
+    seen = {hit.label for hit in fragments}
+    return [_node_hit(node, exact=not fragments)
+            for node in nodes.order_by("hostname")[:LIMIT_PER_KIND] if node.hostname not in seen]
+
+
+def _port_aliases(user, text: str) -> list[SearchHit]:
+    """Ports whose alias is `text` (`Eth3/1(Port3)`, as SONiC's CONFIG_DB names them), on every
+    switch the user may see: an alias repeats from switch to switch, so none is exact."""
+    if " " in text or len(text) > 64:
+        return []
+    switches = switch_list(user=user)
+    ports = (
+        SwitchPort.objects.filter(switch__in=switches, alias__iexact=text)
+        .select_related("switch")
+        .order_by("switch__hostname", "name")[:LIMIT_PER_KIND]
+    )
+    return [_port_hit(port, exact=False) for port in ports]
 
 
 def _hardware(user, text: str) -> list[SearchHit]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django import template
 
 from inventory.hostlist import compress_hostlist
+from inventory.port_ranges import port_ranges as compress_port_names
 from portal.node_states import GRID_STATES, grid_state
 
 register = template.Library()
@@ -25,6 +26,12 @@ def hostlist(nodes) -> str:
     """The compact Slurm hostlist of a page of nodes (or of hostnames)."""
     names = [getattr(node, "hostname", node) for node in nodes]
     return compress_hostlist(names) if names else ""
+
+
+@register.filter
+def port_ranges(names) -> str:
+    """Port names as ranges (`Ethernet40-96 (every 4th)`), for lists longer than a glance."""
+    return ", ".join(compress_port_names(names or []))
 
 
 @register.filter

@@ -126,3 +126,46 @@ def test_the_search_costs_the_same_queries_however_many_objects_match(cluster):
         result = search(user=user, query="gpu0")
     assert len(result.hits) > 10
     assert len(many) == len(few) <= 6
+
+
+@pytest.mark.parametrize("query", ["gpu11", "GPU11", "gpu0011"])
+def test_a_hostname_without_its_zero_padding_jumps_to_the_node(cluster, query):
+    jump = search(user=cluster.users[Role.OPERATOR], query=query).jump
+    assert jump is not None and jump.url == "/inventory/nodes/gpu011/"
+
+
+def test_a_padding_guess_does_not_jump_past_what_a_fragment_matches(cluster):
+    Node.objects.create(hostname="gpu001", serial="S001")
+    result = search(user=cluster.users[Role.OPERATOR], query="gpu01")
+    assert result.jump is None  # gpu011 half typed, or gpu001: the list says both
+    assert {hit.label for hit in result.hits if hit.kind == "node"} == {
+        "gpu001", "gpu011", "gpu012"}
+
+
+def test_the_padding_guess_stays_within_what_the_role_may_see(cluster):
+    assert search(user=cluster.users[Role.TENANT_ADMIN], query="gpu12").hits == []
+
+
+@pytest.mark.parametrize("query", ["leaf-p1-r3 Ethernet8", "leaf-p1-r3   ethernet8",
+                                   "leaf-p1-r3 Eth3/1(Port3)", "leaf-p1-r3:Eth3/1(Port3)"])
+def test_a_switch_and_port_pasted_with_a_space_or_by_alias_jump_to_the_port(cluster, query):
+    SwitchPort.objects.filter(switch=cluster.leaf, name="Ethernet8").update(alias="Eth3/1(Port3)")
+    jump = search(user=cluster.users[Role.OPERATOR], query=query).jump
+    assert jump is not None and jump.url == "/fabric/switches/leaf-p1-r3/#port-Ethernet8"
+
+
+def test_a_bare_port_alias_lists_the_port_on_every_switch_without_jumping(cluster):
+    SwitchPort.objects.filter(switch=cluster.leaf, name="Ethernet8").update(alias="etp3")
+    other = Switch.objects.create(hostname="leaf-p2-r3", role="leaf", rail=3,
+                                  pod=Pod.objects.create(name="p2"))
+    SwitchPort.objects.create(switch=other, name="Ethernet8", index=8, speed_gbps=400,
+                              alias="etp3")
+    result = search(user=cluster.users[Role.OPERATOR], query="etp3")
+    assert result.jump is None
+    assert [hit.label for hit in result.hits] == ["leaf-p1-r3:Ethernet8", "leaf-p2-r3:Ethernet8"]
+
+
+def test_two_words_that_are_not_a_switch_and_port_are_still_searched(cluster):
+    Job.objects.filter(pk=cluster.own_job.pk).update(name="sft llama")
+    assert search(user=cluster.users[Role.OPERATOR], query="gpu011 S011").hits == []
+    assert search(user=cluster.users[Role.OPERATOR], query="S011").jump.label == "gpu011"

@@ -446,3 +446,9 @@ def test_registered_panels_render_on_node_and_switch_pages(sakuraone, operator, 
     assert node_page.count('id="test-node-panel"') == 1
     assert "Faults of gpu001" in node_page
     assert "Counters of spine-2" in html_of(operator.get("/inventory/switches/spine-2/"))
+
+
+def test_switch_page_puts_its_actions_before_the_114_port_rows(sakuraone, operator):
+    """Issue 26: the inventory switch page was 4,500 px tall with its actions below the ports."""
+    html = html_of(operator.get("/inventory/switches/leaf-p1-r3/"))
+    assert html.index('id="switch-actions-title"') < html.index('id="ports-heading"')

@@ -115,3 +115,19 @@ def test_job_detail_page_lists_the_switches_crossed(db, make_user):
     page = client.get(f"/jobs/{job.job_id}/").content.decode()
     assert page.count("leaf-p1-r") >= 8 and page.count("leaf-p2-r") >= 8
     assert "mlx5_11" in page
+
+
+def test_a_long_job_page_shows_port_ranges_and_its_panels_before_the_node_table(db, make_user):
+    """Issue 26: the job page was 5,400 px with the utilisation chart at the bottom and each
+    leaf's ports printed one by one; Slurm's "None" reason was shown as "(None)"."""
+    from django.test import Client
+
+    job = running_job("7009", [f"gpu{number:03d}" for number in range(11, 26)])
+    Job.objects.filter(pk=job.pk).update(state_reason="None")
+    client = Client()
+    client.force_login(make_user(Role.OPERATOR))
+    page = client.get(f"/jobs/{job.job_id}/").content.decode()
+    assert page.index('id="telemetry-job"') < page.index('id="job-hardware"')
+    assert "Ethernet40-96 (every 4th)" in page
+    assert "Ethernet40, Ethernet44" not in page
+    assert "(None)" not in page

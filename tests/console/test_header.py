@@ -69,3 +69,42 @@ def test_every_header_link_is_visible_from_1280_to_1920_px(
         if width in (1280, 1440, 1920):
             page.screenshot(path=str(ARTIFACTS / f"header-{role}-{width}.png"))
     assert problems == {}
+
+
+def test_the_jump_box_suggests_as_you_type_and_opens_the_chosen_one(
+    live_server, browser_page, make_user
+):
+    from inventory.models import LifecycleStatus, Node, Pod
+
+    pod = Pod.objects.create(name="p1")
+    for number in (11, 12, 110):
+        Node.objects.create(hostname=f"gpu{number:03d}", serial=f"S{number}", pod=pod,
+                            status=LifecycleStatus.ACTIVE)
+    client = Client()
+    client.force_login(make_user(Role.OPERATOR))
+    page = browser_page
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.context.add_cookies([{
+        "name": django_settings.SESSION_COOKIE_NAME,
+        "value": client.cookies[django_settings.SESSION_COOKIE_NAME].value,
+        "url": live_server.url,
+    }])
+    page.goto(f"{live_server.url}/")
+    page.keyboard.press("/")
+    page.keyboard.type("gpu11")
+    page.wait_for_selector("#jumpbox-suggestions [role=option]", timeout=10_000)
+    labels = page.locator("#jumpbox-suggestions .suggestion-label").all_inner_texts()
+    assert labels == ["gpu110", "gpu011"]  # the fragment, then the name without its padding
+    assert page.get_attribute("#jumpbox", "aria-expanded") == "true"
+    page.screenshot(path=str(ARTIFACTS / "jumpbox-suggestions.png"))
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"{live_server.url}/inventory/nodes/gpu011/")
+    page.keyboard.press("/")
+    page.keyboard.type("nothing-like-this")
+    page.wait_for_selector("#jumpbox-suggestions .suggestion-none", timeout=10_000)
+    page.keyboard.press("Escape")
+    assert page.locator("#jumpbox-suggestions").is_hidden()
+    assert errors == []
