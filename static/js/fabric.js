@@ -248,13 +248,9 @@
     const times = rows.map((r) => Date.parse(r.bucket_start) / 1000);
     const width = Math.max(320, box.clientWidth - 8);
     const gb = (v) => v / 1e9;
-    // 24-hour times in the portal's time zone, named, like every page; uPlot's own
-    // default is the browser's zone with AM/PM.
-    const zone = box.dataset.timeZone || "UTC";
-    const zoned = (seconds) => window.uPlot.tzDate(new Date(seconds * 1000), zone);
-    const clock = window.uPlot.fmtDate("{HH}:{mm}"), stamp = window.uPlot.fmtDate("{YYYY}-{MM}-{DD} {HH}:{mm}");
-    const timeAxis = { label: `time (${zone})`, values: (u, splits) => splits.map((s) => clock(zoned(s))) };
-    const timeSeries = { label: "time", value: (u, v) => (v == null ? "—" : `${stamp(zoned(v))} ${zone}`) };
+    // 24-hour times in the portal's time zone, named, like every page (chart_time.js).
+    const time = window.portalChartTime(box.dataset.timeZone);
+    const zoned = time.tzDate, timeAxis = time.axis, timeSeries = time.series;
     charts.push(new window.uPlot({
       title: "Throughput (GB/s)", width, height: 220, tzDate: zoned,
       series: [timeSeries, { label: "in", stroke: "#2563eb", width: 1.5 }, { label: "out", stroke: "#18794a", width: 1.5, dash: [6, 3] }],

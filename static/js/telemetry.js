@@ -14,11 +14,12 @@
     target.dataset.drawn = "1";
     // The job's whole run on the x axis: the part without samples shows as such.
     const range = [Date.parse(job.start) / 1000, Date.parse(job.end) / 1000];
+    const time = window.portalChartTime(target.dataset.timeZone);
     new uPlot({
-      width: width(target), height: 220,
+      width: width(target), height: 220, tzDate: time.tzDate,
       scales: { x: { range: () => range }, y: { range: [0, 100] } },
-      axes: [{}, { label: "GPU utilisation (%)" }],
-      series: [{}, { label: "mean over the job's GPUs", stroke: COLOURS[0], width: 2,
+      axes: [time.axis, { label: "GPU utilisation (%)" }],
+      series: [time.series, { label: "mean over the job's GPUs", stroke: COLOURS[0], width: 2,
                      value: (u, v) => (v == null ? "--" : v.toFixed(1) + "%") }],
     }, [points.map((p) => Date.parse(p.at) / 1000), points.map((p) => p.mean_percent)], target);
   }
