@@ -7,13 +7,23 @@
 
   function width(target) { return Math.max(320, target.clientWidth || 480); }
 
+  // Category ticks that fit: every label of a few states, every k-th day of a long period (a
+  // tick per day overprinted its neighbours past a month, Observation 5's chart in issue 26).
+  function fittingTicks(target, labels) {
+    const longest = Math.max(1, ...labels.map((label) => String(label).length));
+    const room = Math.max(1, Math.floor((width(target) - 80) / (longest * 7.5 + 14)));
+    const step = Math.ceil(labels.length / room);
+    return labels.map((_, i) => i).filter((i) => i % step === 0);
+  }
+
   function bars(target, labels, series, options = {}) {
     const x = labels.map((_, i) => i);
-    return new uPlot({
+    const ticks = fittingTicks(target, labels);
+    const plot = new uPlot({
       width: width(target), height: options.height || 240,
       scales: { x: { time: false, range: [-0.5, labels.length - 0.5] } },
       axes: [
-        { values: (u, ticks) => ticks.map((t) => labels[t] ?? ""), splits: () => x },
+        { values: (u, splits) => splits.map((t) => labels[t] ?? ""), splits: () => ticks },
         { label: options.unit || "" },
       ],
       series: [{ value: (u, v) => (v == null ? "--" : labels[v] ?? "--") }, ...series.map((s, i) => ({
@@ -25,6 +35,8 @@
         points: { show: false },
       }))],
     }, [x, ...series.map((s) => s.values)], target);
+    target.chart = plot;  // for the browser tests
+    return plot;
   }
 
   function shares(target, rows, key) {

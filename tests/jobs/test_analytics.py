@@ -305,3 +305,55 @@ def test_percentile_positions_are_postgresqls(db):
         if picked != percentile_disc_position(fraction, count)
     ]
     assert not wrong, wrong[:10]
+
+
+# The x labels of a drawn category chart, with their centres and widths in CSS pixels: labels
+# overlap when two neighbours' half widths add up to more than the distance between them.
+OVERLAPPING_LABELS = """(id) => {
+  const plot = document.getElementById(id).chart;
+  const axis = plot.axes[0];
+  const context = document.createElement('canvas').getContext('2d');
+  context.font = (axis.font && axis.font[0]) || '12px system-ui';
+  const ticks = axis._splits.map((split, i) => ({
+    label: axis._values[i], at: plot.valToPos(split, 'x'),
+    width: context.measureText(String(axis._values[i])).width,
+  })).filter((tick) => tick.label);
+  const overlaps = [];
+  for (let i = 1; i < ticks.length; i++) {
+    const gap = ticks[i].at - ticks[i - 1].at;
+    if (gap < (ticks[i].width + ticks[i - 1].width) / 2 + 2) overlaps.push(ticks[i].label);
+  }
+  return {count: ticks.length, overlaps};
+}"""
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_the_daily_chart_of_a_long_period_labels_days_without_overprinting(
+    live_server, browser_page, make_user, tenant_a
+):
+    """Issue 26: Observation 5's chart printed a label per day, one over the other."""
+    from django.conf import settings as django_settings
+
+    start = datetime(2026, 1, 1, 10, tzinfo=UTC)
+    for day in range(120):
+        _job(f"d{day}", "COMPLETED", 1 + day % 9, 3600, start + timedelta(days=day),
+             tenant=tenant_a)
+    client = Client()
+    client.force_login(make_user(Role.OPERATOR))
+    page = browser_page
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.context.add_cookies([{
+        "name": django_settings.SESSION_COOKIE_NAME,
+        "value": client.cookies[django_settings.SESSION_COOKIE_NAME].value,
+        "url": live_server.url,
+    }])
+    page.goto(f"{live_server.url}/jobs/analytics/?since=2026-01-01&until=2026-04-30")
+    page.wait_for_selector("#analytics-daily-chart canvas", timeout=10_000)
+    daily = page.evaluate(OVERLAPPING_LABELS, "analytics-daily-chart")
+    assert daily["overlaps"] == [] and daily["count"] >= 6, daily
+    states = page.evaluate(OVERLAPPING_LABELS, "analytics-states-chart")
+    assert states["overlaps"] == [], states
+    from tests.conftest import ARTIFACTS
+
+    page.screenshot(path=str(ARTIFACTS / "jobs-analytics-120-days.png"), full_page=True)
