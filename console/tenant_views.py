@@ -8,6 +8,7 @@ from collections import Counter
 
 from django import forms
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect
 from django.views import View
@@ -17,7 +18,7 @@ from console import usage
 from inventory.allocations import allocation_create, allocation_end
 from inventory.hostlist import compress_hostlist
 from inventory.models import Pod, Rack
-from inventory.selectors import allocation_list
+from inventory.selectors import allocation_list, may_read_tenant_data
 from portal import selectors
 from portal.csv_export import csv_writer
 from portal.errors import ServiceError
@@ -44,6 +45,15 @@ def tenant_for(user, slug: str):
     tenant = selectors.tenant_list(user=user).filter(slug=slug).first()
     if tenant is None:
         raise Http404("No such tenant.")
+    return tenant
+
+
+def private_tenant_for(user, slug: str):
+    """The tenant for a page or file of its private data; 403 for a role that sees only that
+    the tenant exists (a viewer's file would be empty, which reads as "nothing allocated")."""
+    tenant = tenant_for(user, slug)
+    if not may_read_tenant_data(user, tenant):
+        raise PermissionDenied("Your role does not see this tenant's allocations, jobs or usage.")
     return tenant
 
 
@@ -75,10 +85,18 @@ class TenantDetailView(RoleRequiredMixin, TemplateView):
         context = super().get_context_data(**kwargs)
         user = self.request.user
         tenant = tenant_for(user, kwargs["slug"])
+        # A viewer may see that a tenant exists, not its private data: the page says "hidden
+        # for your role" rather than "No allocations" and "0.00 GPU-hours".
+        private_hidden = not may_read_tenant_data(user, tenant)
+        context.update(tenant=tenant, private_hidden=private_hidden,
+                       can_allocate=may(user, "allocate"),
+                       form=kwargs.get("form") or AllocationForm())
+        if private_hidden:
+            return context
         tenant_usage = usage.tenant_usage(user=user, tenant=tenant)
         context.update(
-            tenant=tenant,
             allocations=allocation_rows(user, tenant),
+            node_faults=usage.tenant_open_faults(user=user, tenant=tenant),
             usage=tenant_usage,
             now=tenant_usage.end,
             usage_rows=tenant_usage.rows(),
@@ -91,9 +109,6 @@ class TenantDetailView(RoleRequiredMixin, TemplateView):
             usage_chart=tenant_usage.chart(),
             running_jobs=usage.tenant_running_jobs(user=user, tenant=tenant)[:100],
             past_jobs=usage.tenant_past_jobs(user=user, tenant=tenant),
-            node_faults=usage.tenant_open_faults(user=user, tenant=tenant),
-            can_allocate=may(user, "allocate"),
-            form=kwargs.get("form") or AllocationForm(),
         )
         return context
 
@@ -153,7 +168,7 @@ class TenantAllocationsCsvView(RoleRequiredMixin, View):
     capability = "read_tenants"
 
     def get(self, request, slug):
-        tenant = tenant_for(request.user, slug)
+        tenant = private_tenant_for(request.user, slug)
         response = HttpResponse(content_type="text/csv")
         response["Content-Disposition"] = f'attachment; filename="{tenant.slug}-allocations.csv"'
         writer = csv_writer(response)
@@ -180,7 +195,7 @@ class TenantUsageCsvView(RoleRequiredMixin, View):
     capability = "read_tenants"
 
     def get(self, request, slug):
-        tenant = tenant_for(request.user, slug)
+        tenant = private_tenant_for(request.user, slug)
         tenant_usage = usage.tenant_usage(user=request.user, tenant=tenant)
         response = HttpResponse(content_type="text/csv")
         response["Content-Disposition"] = f'attachment; filename="{tenant.slug}-gpu-usage.csv"'

@@ -492,6 +492,14 @@ def allocation_list(*, user, current_only: bool = False) -> QuerySet[Allocation]
     return allocations.none()
 
 
+def may_read_tenant_data(user, tenant) -> bool:
+    """Whether `user` sees `tenant`'s private data (allocations, jobs, usage): the rule
+    allocation_list applies, for a page that must say "hidden" rather than show an empty list."""
+    if may(user, "read_tenant_data"):
+        return True
+    return user.role == Role.TENANT_ADMIN and user.tenant_id == tenant.pk
+
+
 # -- the API's lists: only what the serializers read ---------------------------------------------
 
 

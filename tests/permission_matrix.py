@@ -105,19 +105,25 @@ MATRIX: dict[str, Route] = {
     ),
     "tenant-allocations-csv": Route(
         (
-            get(lambda w: f"/tenants/{w.own_tenant.slug}/allocations.csv", page("read_tenants")),
+            # A viewer may open the tenant's page, which says "hidden for your role", not its
+            # private data: an empty file would read as "nothing allocated".
+            get(lambda w: f"/tenants/{w.own_tenant.slug}/allocations.csv",
+                page("read_tenants", viewer=403)),
             get(
                 lambda w: f"/tenants/{w.other_tenant.slug}/allocations.csv",
-                page("read_tenants", tenant_admin=404),
+                page("read_tenants", tenant_admin=404, viewer=403),
             ),
         )
     ),
     "tenant-usage-csv": Route(
         (
-            get(lambda w: f"/tenants/{w.own_tenant.slug}/usage.csv", page("read_tenants")),
+            # A viewer may open the tenant's page, which says "hidden for your role", not its
+            # private data: an empty file would read as "nothing allocated".
+            get(lambda w: f"/tenants/{w.own_tenant.slug}/usage.csv",
+                page("read_tenants", viewer=403)),
             get(
                 lambda w: f"/tenants/{w.other_tenant.slug}/usage.csv",
-                page("read_tenants", tenant_admin=404),
+                page("read_tenants", tenant_admin=404, viewer=403),
             ),
         )
     ),

@@ -150,3 +150,31 @@ def test_the_formula_safe_writer_neutralises_text_cells_only():
     stream = io.StringIO()
     csv_writer(stream).writerow(["\tcmd", "\r=1", "=1", "plain", -3, 2.5, ""])
     assert stream.getvalue() == "'\tcmd,\"'\r=1\",'=1,plain,-3,2.5,\r\n"
+
+
+def test_a_viewer_reads_hidden_for_your_role_where_usage_would_be_a_false_zero(
+    make_user, nodes, tenant_a
+):
+    """Issue 26: a viewer saw "0.00 GPU-hours" and "No running or pending jobs" while the
+    tenant's job ran: figures made of jobs are hidden from viewers, and say so."""
+    from jobs.models import Job
+
+    allocation_create(tenant=tenant_a, nodes=nodes[:2], start=timezone.now() - timedelta(hours=2))
+    job = Job.objects.create(job_id="4242", user="alice", tenant=tenant_a, state="RUNNING",
+                             gpus=16, node_count=2, source="squeue",
+                             start_time=timezone.now() - timedelta(hours=1))
+    job.nodes.set(nodes[:2])
+    viewer_page = login(make_user, Role.VIEWER).get(f"/tenants/{tenant_a.slug}/")
+    html = viewer_page.content.decode()
+    assert viewer_page.status_code == 200
+    assert "Hidden for your role." in html
+    for false_zero in ("GPU-hours used", "No running or pending jobs", "No allocations",
+                       "No open faults"):
+        assert false_zero not in html
+    for export in ("usage.csv", "allocations.csv"):
+        assert login(make_user, Role.VIEWER).get(
+            f"/tenants/{tenant_a.slug}/{export}").status_code == 403
+    admin_html = login(make_user, Role.TENANT_ADMIN, tenant=tenant_a).get(
+        f"/tenants/{tenant_a.slug}/").content.decode()
+    assert "Hidden for your role." not in admin_html
+    assert "GPU-hours used" in admin_html and 'href="/jobs/4242/"' in admin_html
