@@ -55,6 +55,7 @@ demo: install
 	$(PYTHON) manage.py migrate --no-input
 	$(PYTHON) manage.py import_topology inventory/fixtures/sakuraone.yaml
 	$(PYTHON) manage.py seed_demo
+	$(PYTHON) manage.py seed_demo_allocations
 	scripts/demo-run $(HOST) $(PORT)
 
 lint: install-test

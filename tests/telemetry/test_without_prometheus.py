@@ -5,6 +5,9 @@ utilisation's shape (paper Observation 3)."""
 
 from __future__ import annotations
 
+import io
+import json
+import re
 import shutil
 import subprocess
 from datetime import UTC, datetime, timedelta
@@ -144,3 +147,22 @@ def test_demo_backfill_writes_blocks_prometheus_can_read(running_job, tmp_path):
     samples = sum(int(block[4]) for block in blocks)
     assert max(int(block[6]) for block in blocks) == 8
     assert 45 * 8 <= samples <= 51 * 8
+
+
+def test_the_demos_backfill_reads_the_jobs_from_slurm_before_the_first_sync(db, tmp_path):
+    """Issue 26: the demo's backfill ran before its web process had synced any job, and wrote
+    "0 GPU series, 0 samples": the job charts and Observation 3 stayed empty."""
+    from inventory.models import Node
+
+    Node.objects.bulk_create(Node(hostname=f"gpu{number:03d}") for number in range(1, 17))
+    spec = {"nodes": [{"hostname": f"gpu{number:03d}",
+                       "gpus": [{"index": index, "uuid": f"GPU-{number}-{index}"}
+                                for index in range(8)]} for number in range(1, 17)]}
+    (tmp_path / "exporter-spec.json").write_text(json.dumps(spec))
+    assert not Job.objects.exists()
+    out = io.StringIO()
+    call_command("telemetry_backfill", "--dir", str(tmp_path), "--days", "1", "--step", "600",
+                 "--sync-jobs", stdout=out)
+    assert Job.objects.filter(gpus__gt=0).exists()
+    series = int(re.search(r"(\d+) GPU series", out.getvalue()).group(1))
+    assert series > 0, out.getvalue()

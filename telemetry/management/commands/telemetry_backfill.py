@@ -36,6 +36,11 @@ class Command(BaseCommand):
         parser.add_argument("--dir", required=True, type=Path, help="scripts/telemetry-up's dir")
         parser.add_argument("--days", type=float, default=2.0)
         parser.add_argument("--step", type=int, default=300, help="seconds between samples")
+        parser.add_argument(
+            "--sync-jobs", action="store_true",
+            help="read Slurm's running and finished jobs first (the demo starts this before its "
+                 "web process's first sync, which wrote 0 samples: no job was known yet)",
+        )
 
     def handle(self, *args, **options):
         promtool = shutil.which("promtool")
@@ -43,6 +48,8 @@ class Command(BaseCommand):
             raise CommandError("promtool not found: scripts/telemetry-up --install-only")
         directory: Path = options["dir"]
         step = max(15, options["step"])
+        if options["sync_jobs"]:
+            self._sync_jobs()
         now = timezone.now()
         # Up to the last whole step before now: live scrapes own the present.
         until = now - timedelta(minutes=10)
@@ -103,3 +110,14 @@ class Command(BaseCommand):
         if result.returncode != 0:
             raise CommandError(f"promtool failed: {result.stderr.strip()[-2000:]}")
         self.stdout.write(f"telemetry_backfill: {series} GPU series, {samples} samples")
+
+    def _sync_jobs(self) -> None:
+        from jobs.drivers.base import SlurmUnavailable
+        from jobs.sync import import_accounting, sync_live_jobs
+
+        try:
+            live = sync_live_jobs()
+            finished = import_accounting()
+        except SlurmUnavailable as error:
+            raise CommandError(f"Slurm did not answer: {error}") from error
+        self.stdout.write(f"telemetry_backfill: jobs synced ({live}; accounting {finished})")
