@@ -158,4 +158,3 @@ def test_a_refused_drain_form_comes_back_filled_in(browser_as):
     html = refused.content.decode()
     assert "Nothing was queued" in html and "unknown node(s): gpu[002-003]" in html
     assert 'value="gpu[001-003]"' in html and 'value="XID 79 on two"' in html
-
