@@ -93,7 +93,15 @@ class JobDetailView(RoleRequiredMixin, DetailView):
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
-        context["hardware"] = selectors.job_hardware(self.object)
+        hardware = selectors.job_hardware(self.object)
+        context["hardware"] = hardware
+        # A tenant's job may run on shared nodes outside its allocation: their names show, but
+        # only the nodes this user may open are links (a tenant admin's link was a 404).
+        context["openable_nodes"] = set(
+            visible_nodes(user=self.request.user)
+            .filter(pk__in=[row.node.pk for row in hardware.nodes])
+            .values_list("hostname", flat=True)
+        )
         context["now"] = timezone.now()
         return context
 
