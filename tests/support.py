@@ -103,3 +103,17 @@ def outside_the_browser_loop(task, timeout: float = 120) -> None:
     thread.start()
     thread.join(timeout=timeout)
     assert not failures, failures
+
+
+def sign_in_page(page, server_url: str, user) -> None:
+    """Give a Playwright page `user`'s session on the live server, without the login form."""
+    from django.conf import settings
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    page.context.add_cookies([{
+        "name": settings.SESSION_COOKIE_NAME,
+        "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
+        "url": server_url,
+    }])

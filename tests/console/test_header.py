@@ -7,12 +7,11 @@ banners (issue 26): the nav shrank and scrolled instead of taking a row of its o
 from __future__ import annotations
 
 import pytest
-from django.conf import settings as django_settings
-from django.test import Client
 
 from portal.deployment import EMULATED_FABRIC_DRIVER, SIMULATOR_SLURM_DRIVER
 from portal.models import Role
 from tests.conftest import ARTIFACTS
+from tests.support import sign_in_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -48,14 +47,9 @@ def test_every_header_link_is_visible_from_1280_to_1920_px(
     # As in the demo: its banners take the top bar's room.
     settings.SLURM_DRIVER = SIMULATOR_SLURM_DRIVER
     settings.FABRIC_DRIVER = EMULATED_FABRIC_DRIVER
-    client = Client()
-    client.force_login(make_user(role, tenant=tenant_a if role == Role.TENANT_ADMIN else None))
     page = browser_page
-    page.context.add_cookies([{
-        "name": django_settings.SESSION_COOKIE_NAME,
-        "value": client.cookies[django_settings.SESSION_COOKIE_NAME].value,
-        "url": live_server.url,
-    }])
+    tenant = tenant_a if role == Role.TENANT_ADMIN else None
+    sign_in_page(page, live_server.url, make_user(role, tenant=tenant))
     page.goto(f"{live_server.url}/")
     assert page.locator(".demo-banner-part").count() == 2
     links = page.locator(".mainnav a").all_inner_texts()
@@ -80,16 +74,10 @@ def test_the_jump_box_suggests_as_you_type_and_opens_the_chosen_one(
     for number in (11, 12, 110):
         Node.objects.create(hostname=f"gpu{number:03d}", serial=f"S{number}", pod=pod,
                             status=LifecycleStatus.ACTIVE)
-    client = Client()
-    client.force_login(make_user(Role.OPERATOR))
     page = browser_page
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
-    page.context.add_cookies([{
-        "name": django_settings.SESSION_COOKIE_NAME,
-        "value": client.cookies[django_settings.SESSION_COOKIE_NAME].value,
-        "url": live_server.url,
-    }])
+    sign_in_page(page, live_server.url, make_user(Role.OPERATOR))
     page.goto(f"{live_server.url}/")
     page.keyboard.press("/")
     page.keyboard.type("gpu11")

@@ -18,6 +18,7 @@ from django.test.utils import CaptureQueriesContext
 from jobs.analytics import CDF_FRACTIONS, percentile_disc_position
 from jobs.models import Job
 from portal.models import Role
+from tests.support import sign_in_page
 
 API = "/api/jobs/analytics/"
 PERIOD = "since=2026-01-01&until=2026-01-31"
@@ -264,20 +265,12 @@ def test_page_shows_tables_charts_data_and_the_job_list_links_to_it(make_user, w
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_charts_draw_in_chromium(live_server, browser_page, make_user, workload):
-    from django.conf import settings as django_settings
-
     from tests.conftest import ARTIFACTS
 
-    client = Client()
-    client.force_login(make_user(Role.OPERATOR))
     page = browser_page
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
-    page.context.add_cookies([{
-        "name": django_settings.SESSION_COOKIE_NAME,
-        "value": client.cookies[django_settings.SESSION_COOKIE_NAME].value,
-        "url": live_server.url,
-    }])
+    sign_in_page(page, live_server.url, make_user(Role.OPERATOR))
     page.goto(f"{live_server.url}/jobs/analytics/?{PERIOD}")
     for chart in ("states", "sizes", "cdf", "daily"):
         page.wait_for_selector(f"#analytics-{chart}-chart canvas", timeout=10_000)
@@ -333,21 +326,13 @@ def test_the_daily_chart_of_a_long_period_labels_days_without_overprinting(
     live_server, browser_page, make_user, tenant_a
 ):
     """Issue 26: Observation 5's chart printed a label per day, one over the other."""
-    from django.conf import settings as django_settings
-
     start = datetime(2026, 1, 1, 10, tzinfo=UTC)
     for day in range(120):
         _job(f"d{day}", "COMPLETED", 1 + day % 9, 3600, start + timedelta(days=day),
              tenant=tenant_a)
-    client = Client()
-    client.force_login(make_user(Role.OPERATOR))
     page = browser_page
     page.set_viewport_size({"width": 1280, "height": 900})
-    page.context.add_cookies([{
-        "name": django_settings.SESSION_COOKIE_NAME,
-        "value": client.cookies[django_settings.SESSION_COOKIE_NAME].value,
-        "url": live_server.url,
-    }])
+    sign_in_page(page, live_server.url, make_user(Role.OPERATOR))
     page.goto(f"{live_server.url}/jobs/analytics/?since=2026-01-01&until=2026-04-30")
     page.wait_for_selector("#analytics-daily-chart canvas", timeout=10_000)
     daily = page.evaluate(OVERLAPPING_LABELS, "analytics-daily-chart")
