@@ -145,13 +145,17 @@ class TicketDetailView(RoleRequiredMixin, TemplateView):
         """What the page's forms show: the ticket's values, or what was typed into the form
         the server just refused, so a refusal never throws the typing away."""
         transition = kept if operation == "transition" else {}
+        evidence = selectors.recovery_evidence(ticket)
         expected = ticket.rma_expected_at.isoformat() if ticket.rma_expected_at else ""
         return {
             "transition_values": {
                 "to_status": transition.get("to_status", ""),
                 "category": transition.get("category", ticket.category),
                 "subtype": transition.get("subtype", ticket.subtype),
-                "recovery_method": transition.get("recovery_method", ticket.recovery_method),
+                "recovery_method": transition.get(
+                    "recovery_method", ticket.recovery_method or (evidence.method if evidence else "")
+                ),
+                "recovery_evidence": evidence,
                 "rma_part": transition.get("rma_part", ticket.rma_part),
                 "rma_case_number": transition.get("rma_case_number", ticket.rma_case_number),
                 "rma_expected_at": transition.get("rma_expected_at", expected),

@@ -18,6 +18,7 @@ from faults.models import (
     TimelineKind,
 )
 from faults.services.deduplication import open_ticket_by_fingerprint
+from faults.selectors import recovery_evidence
 from faults.services.recovery import resolve_blockers
 from faults.services.timeline import MAX_NOTE_LENGTH, add_timeline_entry, publish_ticket_event
 from faults.workflow import OPEN_STATUSES, Status, allowed_targets, is_reopenable, reopen_window
@@ -71,6 +72,13 @@ def transition_ticket(
                     f"{'; '.join(early)}: resolve {ticket.reference} anyway? Repeat with "
                     "confirm to do it."
                 ]})
+        evidence = None
+        if to_status == Status.RESOLVED and not recovery_method:
+            # What was done for the ticket says how it was fixed; a person says it only when
+            # nothing done through the portal does.
+            evidence = recovery_evidence(ticket)
+            if evidence is not None:
+                recovery_method = evidence.method
         before = snapshot(ticket)
         changed = _apply_transition_fields(
             ticket, to_status, category=category, subtype=subtype,
@@ -112,7 +120,9 @@ def transition_ticket(
         add_timeline_entry(
             ticket,
             TimelineKind.TRANSITION,
-            f"{from_status} → {to_status} by {who}" + (f": {note}" if note else ""),
+            f"{from_status} → {to_status} by {who}" + (f": {note}" if note else "")
+            + (f" (recovery: {ticket.get_recovery_method_display()}, from {evidence.source})"
+               if evidence is not None else ""),
             author=actor,
             at=now,
         )

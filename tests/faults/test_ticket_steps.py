@@ -232,3 +232,34 @@ def test_the_report_form_types_the_node_with_suggestions(fleet, make_user, clien
     assert "No node of that hostname" in refused.content.decode()
     assert client.post("/faults/report/", {"summary": "slow", "node": "gpu001", "gpu": "2"}
                        ).status_code == 302
+
+
+def test_the_recovery_method_comes_from_what_was_done_for_the_ticket(fleet, make_user, client):
+    from django.utils import timezone
+
+    from faults.models import RecoveryMethod
+    from portal.models import ActionStatus
+
+    operator = make_user(Role.OPERATOR)
+    ticket = xid_ticket(triaged=True)
+    drained()
+    Node.objects.filter(hostname="gpu001").update(bmc_address="127.0.0.1")
+    cycle = request_recovery(ticket=ticket, step="power_cycle", actor=operator)
+    client.force_login(operator)
+    page = client.get(f"/faults/{ticket.pk}/").content.decode()
+    assert 'id="recovery-evidence"' not in page  # queued is not done
+    Action.objects.filter(pk=cycle.pk).update(status=ActionStatus.SUCCEEDED,
+                                              finished_at=timezone.now())
+    page = client.get(f"/faults/{ticket.pk}/").content.decode()
+    assert f"Shown by Action #{cycle.pk} (bmc.power power_cycle)" in page
+
+    resolved = transition_ticket(ticket=ticket, to_status=Status.RESOLVED, actor=operator)
+    assert resolved.recovery_method == RecoveryMethod.COLD_REBOOT
+    entry = resolved.timeline.filter(kind=TimelineKind.TRANSITION).last()
+    assert f"recovery: Cold reboot, from Action #{cycle.pk}" in entry.text
+
+    # What a person typed stands when they say it.
+    other = xid_ticket(triaged=True, gpu=5)
+    said = transition_ticket(ticket=other, to_status=Status.RESOLVED, actor=operator,
+                             recovery_method=RecoveryMethod.GPU_RESET)
+    assert said.recovery_method == RecoveryMethod.GPU_RESET
