@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connections
@@ -36,7 +36,7 @@ from jobs.analytics import (
     tuned_for_analytics,
 )
 from jobs.buckets import SIZE_BUCKET_LABELS
-from jobs.models import LIVE_STATES
+from jobs.models import LIVE_STATES, Job
 from jobs.selectors import visible_jobs
 from portal.roles import may
 from telemetry.drivers.base import (
@@ -120,8 +120,8 @@ def job_utilisation(*, user, job_id: str, now: datetime | None = None) -> dict:
 def observation3(*, user, period: Period, tenant_slug: str | None = None,
                  now: datetime | None = None) -> dict:
     """Observation 3 over the GPU jobs that ended in the period, per node-count bucket: one
-    aggregate over the jobs' stored utilisation summaries (telemetry.models), after summarising
-    the few jobs that ended since the periodic task last ran."""
+    grouped query over the jobs and their stored utilisation summaries (telemetry.models),
+    after summarising the jobs that ended since the periodic task last ran."""
     now = now or timezone.now()
     jobs = (
         analytics_jobs(user=user, tenant_slug=tenant_slug)
@@ -141,31 +141,37 @@ def observation3(*, user, period: Period, tenant_slug: str | None = None,
     if driver is None:
         return {**answer, **_status(False, False, NOT_CONFIGURED)}
     with tuned_for_analytics():
-        pending = summary_pending(jobs).count()
-        if 0 < pending <= settings.TELEMETRY_SUMMARY_ON_REQUEST:
-            try:
-                summarise_finished_jobs(jobs=jobs, limit=pending, driver=driver, now=now)
-            except TelemetryUnavailable as error:
-                return {**answer, **_status(True, False, str(error))}
-            pending = 0
-        counts = {
-            node_bucket_label(row["bucket"]): row["jobs"]
-            for row in jobs.order_by().annotate(bucket=node_bucket_expression())
-            .values("bucket").annotate(jobs=Count("pk"))
-        }
-        measured = _measured_by_bucket(
-            jobs.filter(utilisation_summary__mean_percent__isnull=False)
-        )
-    answer["jobs"] = sum(counts.values())
+        try:
+            _summarise_just_ended(jobs, driver=driver, now=now)
+        except TelemetryUnavailable as error:
+            return {**answer, **_status(True, False, str(error))}
+        if connections[jobs.db].vendor == "postgresql":
+            rows = _rows_in_database(jobs)
+        else:
+            rows = _rows_in_python(jobs)
+    pending = sum(row.pop("not_summarised") for row in rows.values())
+    answer["jobs"] = sum(row["jobs"] for row in rows.values())
     answer["jobs_not_summarised"] = pending
-    answer["jobs_with_telemetry"] = sum(row["jobs_with_telemetry"] for row in measured.values())
-    answer["rows"] = [
-        {**(measured.get(label) or _bucket_row(label, [])), "jobs": counts.get(label, 0)}
-        for label in SIZE_BUCKET_LABELS
-    ]
+    answer["jobs_with_telemetry"] = sum(row["jobs_with_telemetry"] for row in rows.values())
+    answer["rows"] = [rows.get(label) or _bucket_row(label, [], jobs=0)
+                      for label in SIZE_BUCKET_LABELS]
     message = (f"{pending} finished jobs are not summarised yet: the worker asks Prometheus "
                "for them in the background." if pending else "")
     return {**answer, **_status(True, True, message)}
+
+
+def _summarise_just_ended(jobs: QuerySet, *, driver, now: datetime) -> None:
+    """Summarise the jobs that ended since the periodic task's last runs (at most
+    TELEMETRY_SUMMARY_ON_REQUEST), so a page shows a job that just ended; older jobs without a
+    summary are the task's, and the answer counts them."""
+    recently = now - timedelta(seconds=3 * float(settings.TELEMETRY_SUMMARY_INTERVAL)
+                               + float(settings.TELEMETRY_SUMMARY_SETTLE_SECONDS))
+    limit = int(settings.TELEMETRY_SUMMARY_ON_REQUEST)
+    just_ended = list(summary_pending(jobs.filter(end_time__gte=recently))
+                      .values_list("pk", flat=True)[: limit + 1])
+    if 0 < len(just_ended) <= limit:
+        summarise_finished_jobs(jobs=Job.objects.filter(pk__in=just_ended), limit=limit,
+                                driver=driver, now=now)
 
 
 def _job_weight():
@@ -174,61 +180,68 @@ def _job_weight():
                     output_field=BigIntegerField())
 
 
-def _measured_by_bucket(measured: QuerySet) -> dict[str, dict]:
-    """Each bucket's row over its jobs with a mean: in one grouped query with percentile_disc on
-    PostgreSQL; the embedded default's SQLite has no percentile_disc, so there the bucket,
-    mean, share and weight of each job are read and the row is made in Python."""
-    if connections[measured.db].vendor != "postgresql":
-        return _measured_in_python(measured)
-    return _measured_in_database(measured)
+def _rows_in_python(jobs: QuerySet) -> dict[str, dict]:
+    """The embedded default's SQLite has no percentile_disc: each job's bucket, mean, share
+    and weight are read, and the rows made by PostgreSQL's rule in Python."""
+    measured: dict[str, list[tuple[float, float | None, int]]] = defaultdict(list)
+    counts: dict[str, int] = defaultdict(int)
+    pending: dict[str, int] = defaultdict(int)
+    rows = (jobs.order_by().annotate(bucket=node_bucket_expression(), weight=_job_weight())
+            .values_list("bucket", "utilisation_summary__job_id",
+                         "utilisation_summary__mean_percent", "utilisation_summary__low_share",
+                         "weight"))
+    for bucket, summarised, mean, low, weight in rows.iterator():
+        label = node_bucket_label(bucket)
+        counts[label] += 1
+        pending[label] += summarised is None
+        if mean is not None:
+            measured[label].append((mean, low, int(weight or 0)))
+    return {label: {**_bucket_row(label, measured.get(label, []), jobs=count),
+                    "not_summarised": pending[label]}
+            for label, count in counts.items()}
 
 
-def _measured_in_python(measured: QuerySet) -> dict[str, dict]:
-    values: dict[str, list[tuple[float, float | None, int]]] = defaultdict(list)
-    rows = (measured.order_by().annotate(bucket=node_bucket_expression(), weight=_job_weight())
-            .values_list("bucket", "utilisation_summary__mean_percent",
-                         "utilisation_summary__low_share", "weight"))
-    for bucket, mean, low, weight in rows.iterator():
-        values[node_bucket_label(bucket)].append((mean, low, int(weight or 0)))
-    return {label: _bucket_row(label, jobs) for label, jobs in values.items()}
-
-
-def _measured_in_database(measured: QuerySet) -> dict[str, dict]:
-    has_low = Q(utilisation_summary__low_share__isnull=False)
+def _rows_in_database(jobs: QuerySet) -> dict[str, dict]:
+    """One grouped query over the jobs left-joined with their summaries: counts, the GPU-time
+    weighted share below 20%, and both CDFs by percentile_disc (which skips jobs without a
+    mean, as every figure but the count does)."""
+    measured = Q(utilisation_summary__mean_percent__isnull=False)
+    with_low = measured & Q(utilisation_summary__low_share__isnull=False)
     grouped = (
-        measured.order_by()
+        jobs.order_by()
         .annotate(bucket=node_bucket_expression(), weight=_job_weight())
         .values("bucket")
         .annotate(
-            measured_jobs=Count("pk"),
-            total_weight=Sum("weight"),
-            low_total_weight=Sum("weight", filter=has_low),
+            job_count=Count("pk"),
+            not_summarised=Count("pk", filter=Q(utilisation_summary__isnull=True)),
+            measured_jobs=Count("pk", filter=measured),
+            total_weight=Sum("weight", filter=measured),
+            low_total_weight=Sum("weight", filter=with_low),
             low_weight=Sum(F("utilisation_summary__low_share") * F("weight"),
-                           output_field=FloatField()),
+                           output_field=FloatField(), filter=with_low),
             mean_cdf=PercentilesDisc("utilisation_summary__mean_percent", CDF_FRACTIONS,
                                      element_field=FloatField()),
             low_cdf=PercentilesDisc("utilisation_summary__low_share", CDF_FRACTIONS,
-                                    element_field=FloatField()),
+                                    element_field=FloatField(), filter=measured),
         )
     )
-    return {node_bucket_label(row["bucket"]): _aggregated_row(node_bucket_label(row["bucket"]), row)
-            for row in grouped}
+    rows = {}
+    for row in grouped:
+        label = node_bucket_label(row["bucket"])
+        low_total = int(row["low_total_weight"] or 0)
+        rows[label] = {
+            **_row(label, jobs=row["job_count"], jobs_with_telemetry=row["measured_jobs"],
+                   total_weight=int(row["total_weight"] or 0),
+                   low_percent=(round(100 * (row["low_weight"] or 0) / low_total, 2)
+                                if low_total else None),
+                   mean_cdf=row["mean_cdf"] or [], low_cdf=row["low_cdf"] or []),
+            "not_summarised": row["not_summarised"],
+        }
+    return rows
 
 
-def _aggregated_row(label: str, row: dict) -> dict:
-    mean_cdf, low_cdf = row["mean_cdf"] or [], row["low_cdf"] or []
-    low_total = int(row["low_total_weight"] or 0)
-    return _row(
-        label,
-        jobs_with_telemetry=row["measured_jobs"],
-        total_weight=int(row["total_weight"] or 0),
-        low_percent=round(100 * (row["low_weight"] or 0) / low_total, 2) if low_total else None,
-        mean_cdf=mean_cdf,
-        low_cdf=low_cdf,
-    )
-
-
-def _bucket_row(label: str, measured: list[tuple[float, float | None, int]]) -> dict:
+def _bucket_row(label: str, measured: list[tuple[float, float | None, int]], *,
+                jobs: int) -> dict:
     """A bucket's row from its measured jobs' (mean, share below 20%, GPU-time weight)."""
     means = [mean for mean, _, _ in measured]
     lows = [low for _, low, _ in measured if low is not None]
@@ -237,6 +250,7 @@ def _bucket_row(label: str, measured: list[tuple[float, float | None, int]]) -> 
     low_weight = sum(low * weight for _, low, weight in measured if low is not None)
     return _row(
         label,
+        jobs=jobs,
         jobs_with_telemetry=len(measured),
         total_weight=sum(weight for _, _, weight in measured),
         low_percent=round(100 * low_weight / low_total_weight, 2) if low_total_weight else None,
@@ -245,11 +259,11 @@ def _bucket_row(label: str, measured: list[tuple[float, float | None, int]]) -> 
     )
 
 
-def _row(label: str, *, jobs_with_telemetry: int, total_weight: int, low_percent: float | None,
-         mean_cdf: list[float], low_cdf: list[float]) -> dict:
+def _row(label: str, *, jobs: int, jobs_with_telemetry: int, total_weight: int,
+         low_percent: float | None, mean_cdf: list[float], low_cdf: list[float]) -> dict:
     return {
         "bucket": label,
-        "jobs": jobs_with_telemetry,
+        "jobs": jobs,
         "jobs_with_telemetry": jobs_with_telemetry,
         "gpu_hours_with_telemetry": round(total_weight / 3600, 2),
         "median_mean_percent": (

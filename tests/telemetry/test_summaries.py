@@ -120,11 +120,13 @@ def test_the_database_and_python_aggregates_agree(recording):
                              for n in range(1, 60)}
     for n in range(1, 60):
         finished(str(n), node_count=1 + n % 5, gpus=8 * (1 + n % 5), hours=0.25 * (1 + n % 7))
-    summarise_finished_jobs(now=NOW)
-    measured = Job.objects.filter(utilisation_summary__mean_percent__isnull=False)
-    in_database = selectors._measured_in_database(measured)
-    in_python = selectors._measured_in_python(measured)
+    finished("60", node_count=3, gpus=24)  # no summary yet: counted, and counted as pending
+    summarise_finished_jobs(jobs=Job.objects.exclude(job_id="60"), now=NOW)
+    jobs = Job.objects.all()
+    in_database = selectors._rows_in_database(jobs)
+    in_python = selectors._rows_in_python(jobs)
     assert in_database.keys() == in_python.keys()
+    assert sum(row["not_summarised"] for row in in_database.values()) == 1
     for label in in_database:
         database_row, python_row = in_database[label], in_python[label]
         assert database_row["low_gpu_time_percent"] == pytest.approx(
@@ -133,17 +135,37 @@ def test_the_database_and_python_aggregates_agree(recording):
             **python_row, "low_gpu_time_percent": None}
 
 
-def test_past_the_on_request_limit_the_answer_says_how_many_wait(recording, make_user, settings):
+def test_jobs_that_just_ended_are_summarised_by_the_request_older_ones_by_the_task(
+    recording, make_user, settings
+):
     settings.TELEMETRY_SUMMARY_ON_REQUEST = 2
     recording.UTILISATION = {str(n): (40.0, 0.5) for n in range(5)}
     for n in range(5):
         finished(str(n))
     period = parse_period(None, None, today=NOW.date())
     answer = selectors.observation3(user=make_user(Role.OPERATOR), period=period, now=NOW)
-    assert recording.calls == []  # five pending jobs are the periodic task's, not the page's
+    assert recording.calls == []  # jobs that ended an hour ago are the periodic task's
     assert (answer["jobs"], answer["jobs_not_summarised"], answer["jobs_with_telemetry"]) == (
         5, 5, 0)
     assert "5 finished jobs are not summarised yet" in answer["message"]
     summarise_finished_jobs(now=NOW)
     answer = selectors.observation3(user=make_user(Role.OPERATOR), period=period, now=NOW)
     assert (answer["jobs_not_summarised"], answer["jobs_with_telemetry"]) == (0, 5)
+
+
+def test_a_request_summarises_only_a_few_jobs_that_just_ended(recording, make_user, settings):
+    settings.TELEMETRY_SUMMARY_ON_REQUEST = 2
+    recording.UTILISATION = {str(n): (40.0, 0.5) for n in range(4)}
+    period = parse_period(None, None, today=NOW.date())
+    operator = make_user(Role.OPERATOR)
+    for n in range(2):
+        finished(str(n), ended_ago=timedelta(seconds=10))
+    answer = selectors.observation3(user=operator, period=period, now=NOW)
+    assert recording.calls == [["0", "1"]]
+    assert (answer["jobs_with_telemetry"], answer["jobs_not_summarised"]) == (2, 0)
+    recording.calls.clear()
+    for n in range(2, 4):  # more than the request may ask for at once: left to the task
+        finished(str(n), ended_ago=timedelta(seconds=5))
+    JobUtilisationSummary.objects.all().delete()
+    answer = selectors.observation3(user=operator, period=period, now=NOW)
+    assert recording.calls == [] and answer["jobs_not_summarised"] == 4
