@@ -322,6 +322,9 @@ SLURM_DRIVER = ENV.get("SLURM_DRIVER", "jobs.drivers.simulator.SimulatorDriver")
 SLURM_BIN_DIR = ENV.get("SLURM_BIN_DIR", "")
 SLURM_CONF = ENV.get("SLURM_CONF", "")
 SLURM_COMMAND_TIMEOUT = env_float(ENV, "SLURM_COMMAND_TIMEOUT", 30.0)
+# A drain or resume first checks that slurmctld knows every named node (an update naming an
+# unknown one still changes the others); a node it confirmed this recently is not checked again.
+SLURM_KNOWN_NODE_SECONDS = env_float(ENV, "SLURM_KNOWN_NODE_SECONDS", 60.0)
 # slurmrestd driver: base URL, the JWT user, and the token itself or a file holding it (read on
 # every request, so a rotated token is picked up without a restart).
 SLURM_REST_URL = ENV.get("SLURM_REST_URL", "http://127.0.0.1:6820")
