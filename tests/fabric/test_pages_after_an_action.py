@@ -91,3 +91,27 @@ def test_the_rail_map_says_shut_not_ok_and_down_at_once(polled_leaf, operator):
         assert "shut" in table and "▼" not in table
         assert "cabled" in picture  # the cable is still right: only the link is off
         poll_every_minute(polled_leaf, 1, switches=[LEAF])
+
+
+def test_the_switch_page_says_while_a_maintenance_runs(polled_leaf, operator):
+    from fabric.models import Maintenance
+
+    url = reverse("fabric:switch-detail", kwargs={"hostname": LEAF})
+    assert 'id="maintenance-badge"' not in operator.get(url).content.decode()
+    action = shut(NODE_PORT)
+    maintenance = Maintenance.objects.create(
+        switch=Switch.objects.get(hostname=LEAF),
+        reason="replace PSU",
+        start_action=action,
+        status=Maintenance.Status.ACTIVE,
+        ports=[NODE_PORT],
+        shut_ports=[NODE_PORT],
+    )
+    badge = re.search(
+        r'<[^>]*id="maintenance-badge".*?</a>', operator.get(url).content.decode(), re.S
+    )
+    assert badge and "in maintenance" in badge.group(0) and "replace PSU" in badge.group(0)
+    assert f"/actions/{action.pk}/" in badge.group(0)
+    maintenance.status = Maintenance.Status.ENDED
+    maintenance.save()
+    assert 'id="maintenance-badge"' not in operator.get(url).content.decode()
