@@ -325,6 +325,16 @@ def switch_port_counts(switch: Switch) -> PortCounts:
     return PortCounts(**counted)
 
 
+def running_maintenance(switch: Switch) -> Maintenance | None:
+    """The maintenance of `switch` that has not ended (starting, active or ending), with the
+    Action that started it: what the switch page's badge names. One query."""
+    return (
+        Maintenance.objects.filter(switch=switch, status__in=Maintenance.OPEN_STATUSES)
+        .select_related("start_action")
+        .first()
+    )
+
+
 def ports_under_maintenance(switch_hostname: str) -> set[str]:
     """The ports of a switch that a maintenance which has not ended plans to shut, has shut, or
     is about to start again: planned work, whose shutting is not a fault (faults asks)."""
