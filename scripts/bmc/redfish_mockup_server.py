@@ -59,9 +59,10 @@ class MockupServer(ThreadingHTTPServer):
 
 class MockupHandler(BaseHTTPRequestHandler):
     server: MockupServer
-    protocol_version = "HTTP/1.1"
+    # One request per connection: simple, and a BMC poll makes only a handful.
+    protocol_version = "HTTP/1.0"
 
-    def log_message(self, format, *args):  # noqa: A002 - the stdlib's signature
+    def log_message(self, format, *args):
         pass  # a test run polls often; the log would only grow
 
     def _resource_dir(self) -> Path | None:
@@ -105,7 +106,7 @@ class MockupHandler(BaseHTTPRequestHandler):
             {"WWW-Authenticate": 'Basic realm="redfish"'},
         )
 
-    def do_GET(self):  # noqa: N802 - the stdlib's name
+    def do_GET(self):
         if not self._authorised():
             return self._refuse_login()
         directory = self._resource_dir()
@@ -114,11 +115,15 @@ class MockupHandler(BaseHTTPRequestHandler):
             return self._send(HTTPStatus.NOT_FOUND, _redfish_error(f"No resource at {self.path}."))
         self._send(HTTPStatus.OK, json.loads(index.read_text(encoding="utf-8")))
 
-    def do_POST(self):  # noqa: N802
+    def do_POST(self):
         if not self._authorised():
             return self._refuse_login()
         directory = self._resource_dir()
-        if directory is None or directory.name != "Entries" or not (directory / "index.json").is_file():
+        if (
+            directory is None
+            or directory.name != "Entries"
+            or not (directory / "index.json").is_file()
+        ):
             return self._send(
                 HTTPStatus.METHOD_NOT_ALLOWED,
                 _redfish_error("Only a LogService's Entries collection accepts POST here."),
@@ -143,7 +148,8 @@ def append_log_entry(entries_dir: Path, entry: dict, *, lock: threading.Lock | N
         collection = json.loads(collection_file.read_text(encoding="utf-8"))
         collection_uri = collection["@odata.id"].rstrip("/")
         numbers = [
-            int(child.name) for child in entries_dir.iterdir()
+            int(child.name)
+            for child in entries_dir.iterdir()
             if child.is_dir() and child.name.isdigit()
         ]
         entry_id = str(max(numbers, default=0) + 1)
