@@ -3,7 +3,8 @@ to, firmware inventory, sensors and an HGX-like GPU baseboard.
 
 It serves a directory in the layout of DMTF's Redfish-Mockup-Server
 (github.com/DMTF/Redfish-Mockup-Server, redfishMockupServer.py): the resource at URI
-`/redfish/v1/X/Y` is the file `<mockup>/redfish/v1/X/Y/index.json`, so any mockup in that layout
+`/redfish/v1/X/Y` is the file `<mockup>/redfish/v1/X/Y/index.json` (or `<mockup>/X/Y/index.json`
+in the short form of DMTF's own public-rackmount1), so any mockup in that layout
 (DMTF's public-rackmount1, a dump of a real BMC made with DMTF's Redfish-Mockup-Creator) loads as
 it is. Like DMTF's server it answers GET from those files; unlike it, it asks for HTTP Basic auth
 on everything but the service root (as a BMC does), listens on loopback only, and accepts
@@ -51,6 +52,9 @@ class MockupServer(ThreadingHTTPServer):
 
     def __init__(self, mockup: Path, port: int, username: str, password: str):
         self.mockup = mockup.resolve()
+        # DMTF's mockups come in two forms: the full path (`redfish/v1/Systems/...`) and the
+        # short form its server's `--short-form` serves (`Systems/...`, as public-rackmount1).
+        self.short_form = not (self.mockup / "redfish" / "v1" / "index.json").is_file()
         self.username = username
         self.password = password
         self.append_lock = threading.Lock()  # two appends never take the same entry number
@@ -67,6 +71,10 @@ class MockupHandler(BaseHTTPRequestHandler):
 
     def _resource_dir(self) -> Path | None:
         path = urlsplit(self.path).path.rstrip("/") or "/"
+        if self.server.short_form:
+            if path != "/redfish/v1" and not path.startswith("/redfish/v1/"):
+                return None
+            path = path.removeprefix("/redfish/v1")
         directory = (self.server.mockup / path.lstrip("/")).resolve()
         if directory != self.server.mockup and self.server.mockup not in directory.parents:
             return None  # `..` out of the mockup
@@ -181,8 +189,8 @@ def main() -> None:
     parser.add_argument("--username", required=True)
     parser.add_argument("--password-file", required=True, type=Path)
     args = parser.parse_args()
-    if not (args.mockup / "redfish" / "v1" / "index.json").is_file():
-        parser.error(f"{args.mockup} has no redfish/v1/index.json: not a mockup directory")
+    if not any((args.mockup / root / "index.json").is_file() for root in ("redfish/v1", ".")):
+        parser.error(f"{args.mockup} has no (redfish/v1/)index.json: not a mockup directory")
     password = args.password_file.read_text(encoding="utf-8").strip()
     server = MockupServer(args.mockup, args.port, args.username, password)
     print(f"serving {args.mockup} on http://{LOOPBACK}:{server.server_port}", flush=True)

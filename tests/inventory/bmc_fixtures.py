@@ -8,9 +8,12 @@ and uses nodes of its own.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -102,25 +105,20 @@ class RedfishMockup:
         return response.json()
 
 
-@pytest.fixture
-def redfish_mockup(tmp_path) -> RedfishMockup:
-    import shutil
-    import sys
-
-    directory = tmp_path / "mockup"
-    shutil.copytree(HGX_MOCKUP, directory)
-    password_file = tmp_path / "mockup-password"
+@contextlib.contextmanager
+def running_mockup(directory: Path, work_dir: Path):
+    """scripts/bmc/redfish_mockup_server.py serving `directory` on a free loopback port."""
+    password_file = work_dir / "mockup-password"
     password_file.write_text(MOCKUP_PASSWORD)
-    credentials_file = tmp_path / "bmc-credentials.json"
-    credentials_file.write_text(json.dumps(
-        {MOCKUP_CREDENTIALS_REF: {"username": MOCKUP_USERNAME, "password": MOCKUP_PASSWORD}}
-    ))
-    process = subprocess.Popen(
-        [sys.executable, str(ROOT / "scripts/bmc/redfish_mockup_server.py"), "--mockup",
-         str(directory), "--port", "0", "--username", MOCKUP_USERNAME,
-         "--password-file", str(password_file)],
-        stdout=subprocess.PIPE, text=True,
-    )
+    credentials_file = work_dir / "bmc-credentials.json"
+    logins = {MOCKUP_CREDENTIALS_REF: {"username": MOCKUP_USERNAME, "password": MOCKUP_PASSWORD}}
+    credentials_file.write_text(json.dumps(logins))
+    command = [
+        sys.executable, str(ROOT / "scripts/bmc/redfish_mockup_server.py"),
+        "--mockup", str(directory), "--port", "0",
+        "--username", MOCKUP_USERNAME, "--password-file", str(password_file),
+    ]  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     try:
         started = process.stdout.readline()  # "serving DIR on http://127.0.0.1:PORT"
         assert "http://127.0.0.1:" in started, f"the emulator did not start: {started!r}"
@@ -128,6 +126,15 @@ def redfish_mockup(tmp_path) -> RedfishMockup:
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+@pytest.fixture
+def redfish_mockup(tmp_path) -> RedfishMockup:
+    """The HGX-like mockup, copied so that what a test appends stays in that test."""
+    directory = tmp_path / "mockup"
+    shutil.copytree(HGX_MOCKUP, directory)
+    with running_mockup(directory, tmp_path) as mockup:
+        yield mockup
 
 
 @pytest.fixture
