@@ -5,6 +5,7 @@ auth, and loading any directory in DMTF's mockup layout."""
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 import requests
@@ -106,3 +107,43 @@ def test_a_short_form_mockup_loads_as_dmtf_serves_it(mockup_settings, tmp_path):
         assert get_bmc_driver().health(_target(mockup.url)).serial == "1660223000001"
         mockup.append_event(Severity="Warning", Message="Fan FAN0 slow.")
         assert get_bmc_driver().event_log(_target(mockup.url))[0].message == "Fan FAN0 slow."
+
+
+def test_bmc_up_starts_the_redfish_emulator_beside_sushy_emulator(tmp_path):
+    import json
+    import os
+    import signal
+    import socket
+    import subprocess
+
+    from tests.inventory.bmc_fixtures import ROOT
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    environment = {
+        **os.environ,
+        "BMC_TEST_DIR": str(tmp_path / "bmc"),
+        "BMC_TEST_PORT": str(port),
+        "BMC_TEST_NODES": "2",
+    }
+    # bmc-up waits on a known port, so the mockup gets a free one of its own too.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        environment["BMC_MOCKUP_PORT"] = str(probe.getsockname()[1])
+    result = subprocess.run(
+        [str(ROOT / "scripts/bmc-up")], env=environment, capture_output=True, text=True,
+        timeout=120, check=False,
+    )  # fmt: skip
+    started = json.loads(result.stdout.strip().splitlines()[-1]) if result.stdout else {}
+    try:
+        assert result.returncode == 0, result.stderr[-2000:]
+        login = json.loads(Path(started["credentials_file"]).read_text())["emulator"]
+        entries = started["mockup_url"] + "/redfish/v1/Systems/HGX_Baseboard_0/LogServices/EventLog"
+        answer = requests.get(entries, auth=(login["username"], login["password"]), timeout=5)
+        assert answer.status_code == 200 and answer.json()["Id"] == "EventLog"
+        assert requests.get(entries, timeout=5).status_code == 401
+    finally:
+        for key in ("pid", "mockup_pid"):
+            if started.get(key):
+                os.kill(started[key], signal.SIGTERM)
