@@ -118,10 +118,12 @@ def _poll_node(node: Node, result: BmcPollResult) -> None:
     health = driver.health(target)
     entries = driver.event_log(target, limit=settings.BMC_EVENT_POLL_ENTRIES)
     result.entries_read += len(entries)
+    # The GPU list is read before the cursor is locked: no BMC round trip under a row lock.
+    unlocked = BmcEventCursor.objects.filter(node=node).first() or BmcEventCursor(node=node)
+    gpu_of = _gpu_lookup(node, target, _entries_past(unlocked, entries))
     with transaction.atomic():
         cursor, _ = BmcEventCursor.objects.select_for_update().get_or_create(node=node)
-        new_entries = _entries_past(cursor, entries)
-        gpu_of = _gpu_lookup(node, target, new_entries)
+        new_entries = _entries_past(cursor, entries)  # again: a run beside this one moved it
         for entry, created in new_entries:
             kind = classify_log_entry(entry)
             if kind is None or _too_old_for_first_poll(cursor, created):
