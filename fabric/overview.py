@@ -67,6 +67,15 @@ def _load_mark(mean: float | None, peak: float | None) -> tuple | None:
     return (round(mean * 100 / LOAD_BAND_POINTS), round((peak or 0.0) * 100 / LOAD_BAND_POINTS))
 
 
+def _worst_mark(text: str, problem: bool, busiest: float | None) -> str | tuple:
+    """A problem's worst port (down, or hot) is sent whenever it changes. On a healthy switch
+    it is merely the busiest port, and with jitter of a few percent which of many equally busy
+    ports that is changes every poll: it goes out when the busiest load leaves its band."""
+    if problem or busiest is None:
+        return text
+    return ("busiest", round(busiest * 100 / LOAD_BAND_POINTS))
+
+
 def _rank(state: str) -> int:
     return list(STATES).index(state)
 
@@ -104,8 +113,9 @@ class SwitchRow:
                 -(self.pfc_per_second or 0.0), natural_key(self.hostname))
 
     def cells(self) -> dict[str, str]:
-        """The row as the page shows it; the live delta carries exactly these strings, so a
-        row is sent only when something on screen would change."""
+        """The row as the page shows it; the live delta carries exactly these strings, when
+        they changed visibly (the marks: overview_delta)."""
+        worst_text = f"{self.worst_port} {self.worst_port_detail}".strip() or "—"
         return {
             "group": self.group,
             "role": self.role,
@@ -116,9 +126,10 @@ class SwitchRow:
             "pfc": event_rate(self.pfc_per_second),
             "ecn": event_rate(self.ecn_per_second),
             "down": str(self.ports_down) if self.mean_load is not None else "—",
-            "worst": f"{self.worst_port} {self.worst_port_detail}".strip() or "—",
+            "worst": worst_text,
             "error": self.error[:200],
             MARKS: {
+                "worst": _worst_mark(worst_text, self.is_problem, self.max_load),
                 "load": _load_mark(self.mean_load, self.max_load),
                 "traffic": _rate_mark(self.in_bytes_per_second, self.out_bytes_per_second),
                 "pfc": _rate_mark(self.pfc_per_second),
@@ -187,7 +198,9 @@ class GroupRow:
             "ecn": event_rate(ecn),
             "down": str(self.ports_down) if self.mean_load is not None else "—",
             "worst": worst_text,
-            MARKS: {"load": _load_mark(self.mean_load, self.max_load),
+            MARKS: {"worst": _worst_mark(worst_text, worst is not None and worst.is_problem,
+                                         self.max_load),
+                    "load": _load_mark(self.mean_load, self.max_load),
                     "traffic": _rate_mark(into, out), "pfc": _rate_mark(pfc),
                     "ecn": _rate_mark(ecn)},
         }
@@ -369,9 +382,9 @@ def _row_delta(old: dict | None, new: dict) -> dict:
     old_marks, new_marks = old.get(MARKS, {}), new.get(MARKS, {})
 
     def changed(name: str) -> bool:
-        if name in new_marks and name in old_marks:
-            return old_marks[name] != new_marks[name]
-        return old.get(name) != new[name]
+        if old.get(name) == new[name]:
+            return False  # the page shows this already
+        return name not in new_marks or old_marks.get(name) != new_marks[name]
 
     return {name: value for name, value in cells.items() if changed(name)}
 

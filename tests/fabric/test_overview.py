@@ -196,3 +196,24 @@ def test_a_poll_publishes_its_delta_on_commit(troubled, monkeypatch,
     assert delta["counts"]["down"] == 0
     # A switch still unreachable shows the same row as before: it is not sent again.
     assert "spine-2" not in delta["switches"]
+
+
+def test_a_quiet_poll_sends_few_rows(troubled, monkeypatch, django_capture_on_commit_callbacks):
+    """A real poll of the emulated fabric where only the traffic's jitter moves (a few percent
+    a port, everywhere): the printed third digit changes on most switches, the delta carries
+    only the rows whose value left its bucket."""
+    sent = []
+    monkeypatch.setattr(
+        "portal.realtime.events.send_now", lambda group, message: sent.append((group, message))
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        poll_every_minute(troubled, 1)
+    delta = next(
+        json.loads(message["payload"])
+        for group, message in sent
+        if message["event"] == "fabric.overview"
+    )
+    from inventory.models import Switch
+
+    assert Switch.objects.count() == 26  # today's main sends 25 of them
+    assert len(delta["switches"]) <= 26 // 4, delta["switches"]
