@@ -1,0 +1,60 @@
+"""`manage.py seed_fault_history`: the paper's history as real rows, read back by the statistics."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+from faults.models import FaultTicket, RepairCase
+from faults.repair_workflow import RepairStatus
+from faults.statistics import fault_statistics
+
+pytestmark = pytest.mark.django_db
+
+
+def test_seeded_history_reads_back_the_papers_counts_and_its_three_replacements():
+    call_command("seed_fault_history", stdout=StringIO())
+
+    statistics = fault_statistics()
+    assert statistics["total"] == 21
+    assert [(row["month"], row["count"]) for row in statistics["by_month"]] == [
+        ("2025-01", 13),
+        ("2025-02", 5),
+        ("2025-03", 3),
+    ]
+    assert {row["category"]: row["count"] for row in statistics["by_category"]} == {
+        "gpu": 9,
+        "nvlink_nvswitch_pcie": 4,
+        "nic_transceiver": 1,
+        "interconnect_switch": 5,
+        "storage_switch": 1,
+        "misconfiguration": 1,
+    }
+    recoveries = {row["method"]: row["count"] for row in statistics["by_recovery_method"]}
+    assert recoveries["warm_reboot"] + recoveries["cold_reboot"] == 10
+    assert recoveries["part_replaced"] == 3
+
+    cases = RepairCase.objects.order_by("opened_at")
+    assert [case.component for case in cases] == ["gpu_tray", "nvlink_module", "transceiver"]
+    assert [case.ticket.category for case in cases] == [
+        "gpu",
+        "nvlink_nvswitch_pcie",
+        "nic_transceiver",
+    ]
+    assert all(case.status == RepairStatus.CLOSED for case in cases)
+    # Lead times "from days to weeks": the shortest wait is days, the longest over two weeks.
+    waits = sorted(case.waited_for_part.days for case in cases)
+    assert waits[0] < 7 and waits[-1] >= 14
+
+
+def test_seeding_twice_creates_nothing_the_second_time():
+    first, second = StringIO(), StringIO()
+    call_command("seed_fault_history", stdout=first)
+    call_command("seed_fault_history", stdout=second)
+
+    assert "21 tickets and 3 repair cases created" in first.getvalue()
+    assert "0 tickets and 0 repair cases created" in second.getvalue()
+    assert FaultTicket.objects.count() == 21
+    assert RepairCase.objects.count() == 3
