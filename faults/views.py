@@ -357,7 +357,10 @@ class StatisticsView(RoleRequiredMixin, TemplateView):
         chart["has_repairs"] = any(hours is not None for hours in chart["mttr"])
         short = [(value, label, SHORT_CATEGORY_LABELS[value])
                  for value, label in Category.choices if value in SHORT_CATEGORY_LABELS]
-        context.update(stats=stats, chart=chart, month_columns=short)
+        context.update(
+            stats=stats, chart=chart, month_columns=short,
+            repair_rows=statistics.repair_statistics(),
+        )
         return context
 
 

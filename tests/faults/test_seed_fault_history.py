@@ -6,10 +6,12 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
+from django.test import Client
 
 from faults.models import FaultTicket, RepairCase
 from faults.repair_workflow import RepairStatus
-from faults.statistics import fault_statistics
+from faults.statistics import fault_statistics, repair_statistics
+from portal.models import Role
 
 pytestmark = pytest.mark.django_db
 
@@ -58,3 +60,29 @@ def test_seeding_twice_creates_nothing_the_second_time():
     assert "0 tickets and 0 repair cases created" in second.getvalue()
     assert FaultTicket.objects.count() == 21
     assert RepairCase.objects.count() == 3
+
+
+def test_repair_statistics_split_waiting_for_the_part_from_hands_on_time():
+    call_command("seed_fault_history", stdout=StringIO())
+
+    rows = {row["component"]: row for row in repair_statistics()}
+    # The seed's lead times: 16, 9 and 4 days waiting; 4 h from opening the case to asking for
+    # the part and 3 h at the rack after it arrived: 7 h hands-on.
+    assert rows["gpu_tray"]["vendor"] == "Server vendor" and rows["gpu_tray"]["cases"] == 1
+    assert rows["gpu_tray"]["waiting_for_part_hours"] == 16 * 24
+    assert rows["nvlink_module"]["waiting_for_part_hours"] == 9 * 24
+    assert rows["transceiver"]["waiting_for_part_hours"] == 4 * 24
+    assert {row["hands_on_hours"] for row in rows.values()} == {7.0}
+    assert rows["transceiver"]["mttr_hours"] == 4 * 24 + 7
+
+
+def test_statistics_page_shows_the_repair_panel(make_user):
+    call_command("seed_fault_history", stdout=StringIO())
+    client = Client()
+    client.force_login(make_user(Role.VIEWER))
+
+    html = client.get("/faults/statistics/").content.decode()
+
+    assert 'id="repair-statistics"' in html
+    assert "GPU tray / baseboard" in html and "NVLink / NVSwitch module" in html
+    assert '<td class="num">384.0</td>' in html  # the GPU tray's 16 days for the part
