@@ -202,3 +202,32 @@ def repair_statistics() -> list[dict]:
             }
         )
     return rows
+
+
+REPAIR_CASE_CSV_HEADER = [
+    "case", "ticket", "category", "component", "vendor", "vendor_case_number", "status",
+    "opened_at", "waiting_for_part_at", "part_received_at", "installed_at", "closed_at",
+    "waiting_for_part_hours", "serials_out", "serials_in",
+]
+
+
+def repair_case_csv_rows():
+    """One row per repair case for the CSV export, with the serials its swaps took out and
+    put in (space-separated when a case has several parts)."""
+
+    def stamp(value):
+        return value.isoformat() if value else ""
+
+    cases = RepairCase.objects.select_related("ticket").prefetch_related("parts__swap")
+    for case in cases.order_by("opened_at", "pk"):
+        swaps = [part.swap for part in case.parts.all() if part.swap_id]
+        waited = case.waited_for_part
+        yield [
+            case.reference, case.ticket.reference, case.ticket.category, case.component,
+            case.vendor, case.vendor_case_number, case.status,
+            stamp(case.opened_at), stamp(case.waiting_for_part_at),
+            stamp(case.part_received_at), stamp(case.installed_at), stamp(case.closed_at),
+            _hours(waited) if waited is not None else "",
+            " ".join(swap.serial_out for swap in swaps if swap.serial_out),
+            " ".join(swap.serial_in for swap in swaps),
+        ]

