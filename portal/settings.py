@@ -644,6 +644,9 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "axes.middleware.AxesMiddleware",  # turns a lock-out into its response
+    # An API query parameter the schema refuses (0.5 for an integer, an empty date, a scalar
+    # given twice) is a 400 naming it, before the view reads it its own way.
+    "portal.middleware.QueryParametersAsDocumentedMiddleware",
 ]
 
 # --- Deployment kind: DEPLOYMENT=production refuses simulated or emulated drivers and

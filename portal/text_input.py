@@ -8,6 +8,10 @@ from collections.abc import Iterable, Mapping
 
 NUL = "\x00"
 NUL_MESSAGE = "NUL characters (\\u0000) are not allowed."
+# The same rules as OpenAPI patterns (ECMA 262, which Python's re also reads): any text without
+# NUL, and text with something besides whitespace (DRF trims, then refuses a blank value).
+ANY_TEXT_PATTERN = r"^[^\u0000]*$"
+NOT_BLANK_TEXT_PATTERN = r"^[^\u0000]*[^\s\u0000][^\u0000]*$"
 
 
 def nul_character_field(value, path: str = "") -> str | None:

@@ -27,10 +27,12 @@ from django.core.exceptions import FieldDoesNotExist
 from django.db import models
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema
+from django_filters import NumberFilter
 from drf_spectacular.plumbing import ResolvedComponent
 from rest_framework import serializers
 
 from portal.api.serializers import RejectUnknownFieldsMixin
+from portal.text_input import ANY_TEXT_PATTERN, NOT_BLANK_TEXT_PATTERN
 
 ERROR_COMPONENT = {
     "type": "object",
@@ -66,6 +68,8 @@ ERROR_DESCRIPTIONS = {
     "429": "Too many requests; retry after the time in Retry-After",
 }
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+# Ids and counts are 64-bit integers in PostgreSQL at most.
+INTEGER_RANGE = {"minimum": -(2**63), "maximum": 2**63 - 1}
 
 
 class HashedTokenScheme(OpenApiAuthenticationExtension):
@@ -96,7 +100,32 @@ class PortalAutoSchema(AutoSchema):
                 described = responses[status]
                 responses[status] = {**self._error_response(status), **described}
         operation["responses"] = dict(sorted(responses.items()))
+        self._state_query_parameter_formats(operation.get("parameters", []))
         return operation
+
+    def _state_query_parameter_formats(self, parameters: list[dict]) -> None:
+        """What portal/api/query_parameters.py holds a query parameter to: a NumberFilter takes
+        whole numbers (every one filters an integer column, though drf-spectacular calls those
+        read by a method `number`), and no text holds a NUL character."""
+        number_filters = self._number_filter_names()
+        for parameter in parameters:
+            if parameter.get("in") != "query":
+                continue
+            schema = parameter.get("schema", {})
+            if parameter["name"] in number_filters and schema.get("type") in ("number", "integer"):
+                parameter["schema"] = {**schema, "type": "integer", **INTEGER_RANGE}
+            elif schema.get("type") == "string" and not {"enum", "format", "pattern"} & set(schema):
+                schema["pattern"] = ANY_TEXT_PATTERN
+
+    def _number_filter_names(self) -> set[str]:
+        filterset_class = getattr(self.view, "filterset_class", None)
+        if filterset_class is None:
+            return set()
+        return {
+            name
+            for name, query_filter in filterset_class.base_filters.items()
+            if isinstance(query_filter, NumberFilter)
+        }
 
     def _error_statuses(self, operation: dict) -> list[str]:
         statuses = ["400"]
@@ -147,6 +176,8 @@ class PortalAutoSchema(AutoSchema):
         ):
             # "This list may not be empty.": a 400 the schema did not promise.
             schema["minItems"] = max(schema.get("minItems", 0), 1)
+        if direction == "request" and isinstance(schema, dict):
+            _state_text_format(field, schema)
         if direction != "response" or not isinstance(schema, dict) or "$ref" in schema:
             return schema
         model_field = _model_field(field)
@@ -170,6 +201,10 @@ class PortalAutoSchema(AutoSchema):
         if direction == "request" and isinstance(serializer, RejectUnknownFieldsMixin):
             # Strict serializers refuse a field they do not have, naming it.
             schema["additionalProperties"] = False
+        always_required = getattr(serializer, "required_even_when_partial", ())
+        if direction == "request" and always_required:
+            # A bulk PATCH item is partial, but names the object it changes by its id.
+            schema["required"] = sorted({*schema.get("required", []), *always_required})
         return schema
 
     def _unwrap_list_serializer(self, serializer, direction):
@@ -202,6 +237,20 @@ def _model_field(field) -> models.Field | None:
     except FieldDoesNotExist:  # a property or an annotation
         return None
     return model_field if isinstance(model_field, models.Field) else None
+
+
+def _state_text_format(field, schema: dict) -> None:
+    """Plain text in a request refuses NUL characters (every parser does, PostgreSQL cannot
+    store them), and a required text that DRF trims refuses whitespace alone ("This field may
+    not be blank."); a field with its own pattern, format or choices already says more."""
+    if not isinstance(field, serializers.CharField) or schema.get("type") != "string":
+        return
+    if {"enum", "format", "pattern"} & set(schema):
+        return
+    if field.trim_whitespace and not field.allow_blank:
+        schema["pattern"] = NOT_BLANK_TEXT_PATTERN
+    else:
+        schema["pattern"] = ANY_TEXT_PATTERN
 
 
 def _or_blank(schema: dict) -> dict:

@@ -20,6 +20,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "axes.middleware.AxesMiddleware",
+    "portal.middleware.QueryParametersAsDocumentedMiddleware",
 ]
 PROXY_MIDDLEWARE = "portal.identity.remote.TrustedProxyRemoteUserMiddleware"
 

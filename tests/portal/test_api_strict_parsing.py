@@ -1,0 +1,131 @@
+"""Input is read as the OpenAPI schema documents it: what the schema calls invalid is a 400
+naming the parameter or field, never a silently different question. One reader does it for
+every operation's query parameters (portal/api/query_parameters.py) and one serializer base
+for JSON bodies (portal/api/serializers.py)."""
+
+import pytest
+
+from portal.models import Role
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def operator(api_as):
+    return api_as(Role.OPERATOR)
+
+
+@pytest.mark.parametrize(
+    ("url", "parameter"),
+    [
+        ("/api/inventory/gpus/?index=0.5", "index"),  # a filter set's integer filter
+        ("/api/inventory/nics/?rail=0.5", "rail"),
+        ("/api/tenants/?evpn_vni=0.5", "evpn_vni"),  # filterset_fields
+        ("/api/inventory/cables/?rail=1.5", "rail"),  # a NumberFilter read by a method
+    ],
+)
+def test_an_integer_filter_refuses_a_fraction(operator, url, parameter):
+    response = operator.get(url)
+    assert response.status_code == 400
+    assert parameter in response.json()
+
+
+@pytest.mark.parametrize(
+    ("url", "parameter"),
+    [
+        ("/api/actions/?created_before=", "created_before"),  # a filter set's date filter
+        ("/api/audit/?since=", "since"),
+        ("/api/jobs/analytics/?until=", "until"),  # views reading the query themselves
+        ("/api/telemetry/observation3/?since=", "since"),
+        ("/api/faults/statistics/?start=", "start"),
+        ("/api/fabric/switches/?status=", "status"),  # an enum
+    ],
+)
+def test_an_empty_date_or_choice_is_refused(operator, url, parameter):
+    response = operator.get(url)
+    assert response.status_code == 400
+    assert parameter in response.json()
+
+
+@pytest.mark.parametrize(
+    ("url", "parameter"),
+    [
+        ("/api/inventory/allocations/?current=true&current=false", "current"),
+        ("/api/jobs/jobs/?live=true&live=true", "live"),
+        ("/api/faults/intake/?accepted=true&accepted=false", "accepted"),
+    ],
+)
+def test_a_parameter_given_twice_is_refused(operator, url, parameter):
+    response = operator.get(url)
+    assert response.status_code == 400
+    assert response.json()[parameter] == ["Give this parameter once (it takes one value)."]
+
+
+def test_a_list_parameter_may_be_given_twice(operator):
+    response = operator.get("/api/inventory/nodes/?status=active&status=planned")
+    assert response.status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("url", "parameter"),
+    [
+        ("/api/inventory/allocations/?current=maybe", "current"),
+        ("/api/inventory/ports/?breakout=2", "breakout"),
+        ("/api/jobs/jobs/?live=null", "live"),
+    ],
+)
+def test_a_boolean_is_true_or_false(operator, url, parameter):
+    response = operator.get(url)
+    assert response.status_code == 400
+    assert parameter in response.json()
+
+
+def test_an_empty_page_number_is_refused(operator):
+    response = operator.get("/api/inventory/allocations/?page=")
+    assert response.status_code == 400
+    assert "page" in response.json()
+
+
+def test_well_formed_parameters_still_filter(operator):
+    assert operator.get("/api/inventory/gpus/?index=3").status_code == 200
+    assert operator.get("/api/actions/?created_before=2026-11-26T22:00:00Z").status_code == 200
+    assert operator.get("/api/jobs/analytics/?since=2026-11-01").status_code == 200
+    assert operator.get("/api/inventory/allocations/?current=true").status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"reason": 0}, "reason"),  # a number for text
+        ({"reason": "rehearse", "hold_seconds": False}, "hold_seconds"),  # a boolean for a number
+        ({"reason": "rehearse", "hold_seconds": "1"}, "hold_seconds"),  # text for a number
+        ({"reason": "rehearse", "idempotency_key": 7}, "idempotency_key"),
+    ],
+)
+def test_a_json_value_of_another_type_is_refused(operator, body, field):
+    response = operator.post("/api/actions/canary/", body, format="json")
+    assert response.status_code == 400
+    assert field in response.json()
+
+
+def test_a_number_as_text_is_refused_for_an_integer_field(api_as):
+    admin = api_as(Role.ADMIN)
+    body = {"name": "T", "slug": "t", "slurm_account": "t", "evpn_vni": "5"}
+    response = admin.post("/api/tenants/", body, format="json")
+    assert response.status_code == 400
+    assert response.json() == {"evpn_vni": ["Use a whole number (a JSON number)."]}
+
+
+def test_a_bulk_item_of_another_type_is_named_by_index(api_as):
+    admin = api_as(Role.ADMIN)
+    response = admin.post("/api/inventory/pods/bulk/", [{"name": 7}], format="json")
+    assert response.status_code == 400
+    assert response.json()["errors"] == [{"index": 0, "fields": {"name": ["Use text (a JSON string)."]}}]
+
+
+def test_a_bulk_patch_item_schema_requires_its_id():
+    from drf_spectacular.generators import SchemaGenerator
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    item = schema["components"]["schemas"]["PatchedPodBulkUpdateItemRequest"]
+    assert item["required"] == ["id"]
