@@ -367,6 +367,17 @@ class AllocationViewSet(InventoryViewSet):
         allocation_delete(allocation=instance, deleted_by=self.request.user)
 
 
+def _typed_query_options(query) -> dict:
+    """A YAML body's options from the query string, as the JSON body would carry them: the
+    query reader (portal/api/query_parameters.py) has already refused a malformed one."""
+    options = query.dict()
+    if "dry_run" in options:
+        options["dry_run"] = options["dry_run"] == "true"
+    if "scale" in options:
+        options["scale"] = int(options["scale"])
+    return options
+
+
 class TopologyImportView(APIView):
     """Import a topology spec (inventory/topology/SPEC.md): checked whole first, then written in
     one transaction; idempotent. Send JSON `{"spec": {...} or "<yaml text>", "scale", "dry_run"}`,
@@ -392,7 +403,7 @@ class TopologyImportView(APIView):
     def post(self, request):
         if request.content_type.split(";")[0].strip() in ("application/yaml", "text/yaml"):
             options = inventory_serializers.TopologyImportRequestSerializer(
-                data={"spec": request.data, **request.query_params.dict()}
+                data={**_typed_query_options(request.query_params), "spec": request.data}
             )
         else:
             if not isinstance(request.data, dict):
