@@ -34,9 +34,7 @@ def documented_operations() -> tuple[tuple[re.Pattern, str, tuple[dict, ...]], .
     schema = SchemaGenerator().get_schema(request=None, public=True)
     operations = []
     for path, methods in schema.get("paths", {}).items():
-        pattern = re.compile(
-            "^" + re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(path)) + "$"
-        )
+        pattern = re.compile("^" + re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(path)) + "$")
         for method, operation in methods.items():
             if method not in HTTP_METHODS:
                 continue
@@ -127,6 +125,8 @@ def value_problem(value: str, schema: dict) -> str | None:
 
 
 def _range_problem(number: float, schema: dict) -> str | None:
+    if schema.get("exclusiveMinimum") is True and number <= schema["minimum"]:
+        return f"Use a value of more than {schema['minimum']}."
     if "minimum" in schema and number < schema["minimum"]:
         return f"Use a value of at least {schema['minimum']}."
     if "maximum" in schema and number > schema["maximum"]:

@@ -25,12 +25,13 @@ from __future__ import annotations
 
 from django.core.exceptions import FieldDoesNotExist
 from django.db import models
+from django_filters import NumberFilter
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema
-from django_filters import NumberFilter
 from drf_spectacular.plumbing import ResolvedComponent
 from rest_framework import serializers
 
+from portal.api.rules_outside_the_schema import described_rules, rules_for
 from portal.api.serializers import RejectUnknownFieldsMixin
 from portal.text_input import ANY_TEXT_PATTERN, NOT_BLANK_TEXT_PATTERN
 
@@ -68,6 +69,7 @@ ERROR_DESCRIPTIONS = {
     "429": "Too many requests; retry after the time in Retry-After",
 }
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+JSON_TYPES_BUT_NULL = ("object", "array", "string", "number", "boolean")
 # Ids and counts are 64-bit integers in PostgreSQL at most.
 INTEGER_RANGE = {"minimum": -(2**63), "maximum": 2**63 - 1}
 
@@ -101,6 +103,12 @@ class PortalAutoSchema(AutoSchema):
                 responses[status] = {**self._error_response(status), **described}
         operation["responses"] = dict(sorted(responses.items()))
         self._state_query_parameter_formats(operation.get("parameters", []))
+        rules = rules_for(method, path)
+        if rules:
+            described = operation.get("description", "").strip()
+            operation["description"] = "\n\n".join(
+                part for part in (described, described_rules(rules)) if part
+            )
         return operation
 
     def _state_query_parameter_formats(self, parameters: list[dict]) -> None:
@@ -178,6 +186,10 @@ class PortalAutoSchema(AutoSchema):
             schema["minItems"] = max(schema.get("minItems", 0), 1)
         if direction == "request" and isinstance(schema, dict):
             _state_text_format(field, schema)
+            if isinstance(field, serializers.JSONField) and not field.allow_null:
+                # drf-spectacular says "any value" ({}), null included; DRF refuses null.
+                if not {"type", "anyOf", "oneOf", "$ref"} & set(schema):
+                    schema["anyOf"] = [{"type": kind} for kind in JSON_TYPES_BUT_NULL]
         if direction != "response" or not isinstance(schema, dict) or "$ref" in schema:
             return schema
         model_field = _model_field(field)
@@ -247,7 +259,9 @@ def _state_text_format(field, schema: dict) -> None:
         return
     if {"enum", "format", "pattern"} & set(schema):
         return
-    if field.trim_whitespace and not field.allow_blank:
+    if getattr(field, "schema_pattern", None):
+        schema["pattern"] = field.schema_pattern
+    elif field.trim_whitespace and not field.allow_blank:
         schema["pattern"] = NOT_BLANK_TEXT_PATTERN
     else:
         schema["pattern"] = ANY_TEXT_PATTERN

@@ -8,6 +8,7 @@ from rest_framework.utils import model_meta
 
 from portal.actions.canary import CANARY_MAX_HOLD_SECONDS
 from portal.models import Action, ActionAttempt, APIToken, AuditEntry, Tenant, User
+from portal.text_input import ONE_LINE_MESSAGE, ONE_LINE_PATTERN, is_one_line
 
 
 class RejectUnknownFieldsMixin:
@@ -61,6 +62,23 @@ def json_type_problem(field: serializers.Field, value) -> str | None:
     if isinstance(field, serializers.CharField) and not isinstance(value, str):
         return "Use text (a JSON string)."
     return None
+
+
+class OneLineTextField(serializers.CharField):
+    """A reason or label shown on one line (Slurm's sinfo -R, the Action log, the audit): the
+    services refuse a control character inside it; the schema states it as a pattern."""
+
+    schema_pattern = ONE_LINE_PATTERN
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("max_length", 1000)
+        super().__init__(**kwargs)
+        self.validators.append(_one_line)
+
+
+def _one_line(value: str) -> None:
+    if value and not is_one_line(value):
+        raise serializers.ValidationError(ONE_LINE_MESSAGE)
 
 
 class StrictSerializer(RejectUnknownFieldsMixin, serializers.Serializer):

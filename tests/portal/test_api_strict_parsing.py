@@ -120,7 +120,9 @@ def test_a_bulk_item_of_another_type_is_named_by_index(api_as):
     admin = api_as(Role.ADMIN)
     response = admin.post("/api/inventory/pods/bulk/", [{"name": 7}], format="json")
     assert response.status_code == 400
-    assert response.json()["errors"] == [{"index": 0, "fields": {"name": ["Use text (a JSON string)."]}}]
+    assert response.json()["errors"] == [
+        {"index": 0, "fields": {"name": ["Use text (a JSON string)."]}}
+    ]
 
 
 def test_a_bulk_patch_item_schema_requires_its_id():
