@@ -107,7 +107,7 @@ RULES_OUTSIDE_THE_SCHEMA: dict[str, tuple[str, ...]] = {
     "POST /api/fabric/switches/{id}/qos/": (SWITCH_REACHABLE,),
     "POST /api/fabric/switches/{id}/save/": (SWITCH_REACHABLE,),
     "POST /api/faults/alertmanager/": (
-        "`version` is Alertmanager's webhook payload version, \"4\".",
+        '`version` is Alertmanager\'s webhook payload version, "4".',
         NO_NUL_IN_KEYS,
     ),
     "POST /api/faults/events/": (
@@ -171,8 +171,7 @@ RULES_OUTSIDE_THE_SCHEMA: dict[str, tuple[str, ...]] = {
         HOSTLIST_NODES,
     ),
     "POST /api/tokens/": (
-        "`expires_at` is in the future and at most API_TOKEN_MAX_LIFETIME_DAYS (365) days "
-        "ahead.",
+        "`expires_at` is in the future and at most API_TOKEN_MAX_LIFETIME_DAYS (365) days ahead.",
     ),
     "PUT /api/inventory/allocations/{id}/": (ALLOCATION, ALLOCATION_FIXED),
     "PUT /api/inventory/cables/{id}/": (CABLE_ENDS_FIXED,),

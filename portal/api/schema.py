@@ -186,10 +186,13 @@ class PortalAutoSchema(AutoSchema):
             schema["minItems"] = max(schema.get("minItems", 0), 1)
         if direction == "request" and isinstance(schema, dict):
             _state_text_format(field, schema)
-            if isinstance(field, serializers.JSONField) and not field.allow_null:
-                # drf-spectacular says "any value" ({}), null included; DRF refuses null.
-                if not {"type", "anyOf", "oneOf", "$ref"} & set(schema):
-                    schema["anyOf"] = [{"type": kind} for kind in JSON_TYPES_BUT_NULL]
+            # drf-spectacular says "any value" ({}) for JSON, null included; DRF refuses null.
+            if (
+                isinstance(field, serializers.JSONField)
+                and not field.allow_null
+                and not {"type", "anyOf", "oneOf", "$ref"} & set(schema)
+            ):
+                schema["anyOf"] = [{"type": kind} for kind in JSON_TYPES_BUT_NULL]
         if direction != "response" or not isinstance(schema, dict) or "$ref" in schema:
             return schema
         model_field = _model_field(field)

@@ -131,3 +131,55 @@ def test_a_bulk_patch_item_schema_requires_its_id():
     schema = SchemaGenerator().get_schema(request=None, public=True)
     item = schema["components"]["schemas"]["PatchedPodBulkUpdateItemRequest"]
     assert item["required"] == ["id"]
+
+
+def served_schema() -> dict:
+    from drf_spectacular.generators import SchemaGenerator
+
+    return SchemaGenerator().get_schema(request=None, public=True)
+
+
+def test_the_schema_states_reasons_as_one_printable_line(api_as):
+    import re
+
+    schema = served_schema()["components"]["schemas"]["NodeActionRequestRequest"]
+    pattern = schema["properties"]["reason"]["pattern"]
+    assert re.search(pattern, " disk swap\n")  # trimmed, as DRF trims
+    assert not re.search(pattern, "two\nlines")
+    response = api_as(Role.OPERATOR).post(
+        "/api/jobs/nodes/drain/", {"hostlist": "gpu001", "reason": "two\nlines"}, format="json"
+    )
+    assert response.status_code == 400
+    assert response.json()["reason"] == ["Use one line of printable text."]
+
+
+def test_the_schema_states_text_without_nul_and_not_blank():
+    import re
+
+    properties = served_schema()["components"]["schemas"]["PodRequest"]["properties"]
+    pattern = properties["name"]["pattern"]
+    assert re.search(pattern, " pod1 ")
+    assert not re.search(pattern, "\x1c \t")  # DRF trims it to nothing: "may not be blank"
+    assert not re.search(pattern, "pod\x001")
+
+
+def test_the_schema_states_query_text_without_nul_and_whole_number_filters():
+    parameters = {
+        parameter["name"]: parameter["schema"]
+        for parameter in served_schema()["paths"]["/api/inventory/cables/"]["get"]["parameters"]
+    }
+    assert parameters["node"]["pattern"] == "^[^\\u0000]*$"
+    assert parameters["rail"]["type"] == "integer"  # a NumberFilter read by a method
+
+
+def test_a_ticket_note_refuses_an_unknown_field(operator):
+    from django.utils import timezone
+
+    from faults.models import FaultTicket
+
+    ticket = FaultTicket.objects.create(summary="GPU fell off the bus", detected_at=timezone.now())
+    response = operator.post(
+        f"/api/faults/tickets/{ticket.pk}/notes/", {"text": "seen", "colour": "red"}, format="json"
+    )
+    assert response.status_code == 400
+    assert response.json() == {"colour": ["Unknown field."]}
