@@ -423,6 +423,13 @@ class TopologyImportView(APIView):
         return Response(report.as_dict())
 
 
+def _comma_separated_pattern(names) -> str:
+    """Any of `names`, comma-separated, spaces around each allowed (they are stripped); or
+    nothing, which means all."""
+    name = "(?:" + "|".join(names) + ")"
+    return rf"^(?:\s*{name}\s*(?:,\s*{name}\s*)*)?$"
+
+
 class TopologyValidationView(APIView):
     """Every violation of the fabric's rules in the whole fleet (rail, bisection, dangling,
     double-cabled, speeds, leaf-spine mesh, GPU affinity)."""
@@ -434,7 +441,7 @@ class TopologyValidationView(APIView):
         parameters=[
             OpenApiParameter(
                 "rule",
-                str,
+                {"type": "string", "pattern": _comma_separated_pattern(RULES)},
                 description=f"Only these rules, comma-separated: {', '.join(RULES)}",
             )
         ],

@@ -37,6 +37,7 @@ CABLE_ENDS = (
     "Each end is exactly one NIC or one port (`a_nic` or `a_port`, `b_nic` or `b_port`), "
     "each an existing one."
 )
+CABLE_LENGTH = "`length_m`, when given, is more than 0."
 CABLE_ENDS_FIXED = "A cable's ends cannot change; decommission it and create another."
 GPU_SLOT = "`node` exists, and (`node`, `index`) is unique: one GPU per slot."
 NIC_ROLE = (
@@ -50,6 +51,7 @@ NODE_FIELDS = (
 PORT_FIELDS = (
     "`switch` and `breakout_parent` exist; `lanes` is 1 to 16; (`switch`, `name`) is unique."
 )
+POD_NAME = "`name` is unique."
 RACK_POD = "`pod` names an existing pod; (`pod`, `name`) is unique."
 SWITCH_ROLE = (
     "A leaf belongs to a pod and serves a rail; only leafs serve a rail; `pod` and `rack` "
@@ -74,27 +76,25 @@ RULES_OUTSIDE_THE_SCHEMA: dict[str, tuple[str, ...]] = {
     "GET /api/inventory/switches/": (
         "`hostlist` is a hostlist (leaf-p1-r[0-7]) whose every switch is in the inventory.",
     ),
-    "GET /api/inventory/validation": (
-        "`rule` is a comma-separated list of known rules: rail, storage_plane, bisection, "
-        "dangling, double_cabled, speed_mismatch, leaf_spine_mesh, gpu_affinity.",
-    ),
     "GET /api/jobs/analytics/": (PERIOD,),
     "GET /api/jobs/jobs/": ("`switch` and `port` are ids of an existing switch and port.",),
-    "GET /api/search/": ("`q` holds at least two characters besides spaces.",),
     "GET /api/telemetry/observation3/": (PERIOD,),
     "PATCH /api/inventory/allocations/bulk/": (BULK_IDS, ALLOCATION, ALLOCATION_FIXED),
     "PATCH /api/inventory/allocations/{id}/": (ALLOCATION, ALLOCATION_FIXED),
-    "PATCH /api/inventory/cables/bulk/": (BULK_IDS, CABLE_ENDS_FIXED),
+    "PATCH /api/inventory/cables/bulk/": (BULK_IDS, CABLE_ENDS_FIXED, CABLE_LENGTH),
+    "PATCH /api/inventory/cables/{id}/": (CABLE_ENDS_FIXED, CABLE_LENGTH),
     "PATCH /api/inventory/gpus/bulk/": (BULK_IDS, GPU_SLOT),
     "PATCH /api/inventory/gpus/{id}/": (GPU_SLOT,),
     "PATCH /api/inventory/nics/bulk/": (BULK_IDS, NIC_ROLE),
     "PATCH /api/inventory/nics/{id}/": (NIC_ROLE,),
     "PATCH /api/inventory/nodes/bulk/": (BULK_IDS, NODE_FIELDS),
     "PATCH /api/inventory/nodes/{id}/": (NODE_FIELDS,),
-    "PATCH /api/inventory/pods/bulk/": (BULK_IDS, "`name` is unique."),
+    "PATCH /api/inventory/pods/bulk/": (BULK_IDS, POD_NAME),
+    "PATCH /api/inventory/pods/{id}/": (POD_NAME,),
     "PATCH /api/inventory/ports/bulk/": (BULK_IDS, PORT_FIELDS),
     "PATCH /api/inventory/ports/{id}/": (PORT_FIELDS,),
     "PATCH /api/inventory/racks/bulk/": (BULK_IDS, RACK_POD),
+    "PATCH /api/inventory/racks/{id}/": (RACK_POD,),
     "PATCH /api/inventory/switches/bulk/": (BULK_IDS, SWITCH_ROLE),
     "PATCH /api/inventory/switches/{id}/": (SWITCH_ROLE,),
     "POST /api/fabric/pods/{id}/qos/": ("The pod has switches to configure.",),
@@ -144,8 +144,8 @@ RULES_OUTSIDE_THE_SCHEMA: dict[str, tuple[str, ...]] = {
     ),
     "POST /api/inventory/allocations/": (ALLOCATION, HOSTLIST_NODES),
     "POST /api/inventory/allocations/bulk/": (ALLOCATION, HOSTLIST_NODES),
-    "POST /api/inventory/cables/": (CABLE_ENDS,),
-    "POST /api/inventory/cables/bulk/": (CABLE_ENDS,),
+    "POST /api/inventory/cables/": (CABLE_ENDS, CABLE_LENGTH),
+    "POST /api/inventory/cables/bulk/": (CABLE_ENDS, CABLE_LENGTH),
     "POST /api/inventory/gpus/": (GPU_SLOT,),
     "POST /api/inventory/gpus/bulk/": (GPU_SLOT,),
     "POST /api/inventory/nics/": (NIC_ROLE,),
@@ -174,11 +174,13 @@ RULES_OUTSIDE_THE_SCHEMA: dict[str, tuple[str, ...]] = {
         "`expires_at` is in the future and at most API_TOKEN_MAX_LIFETIME_DAYS (365) days ahead.",
     ),
     "PUT /api/inventory/allocations/{id}/": (ALLOCATION, ALLOCATION_FIXED),
-    "PUT /api/inventory/cables/{id}/": (CABLE_ENDS_FIXED,),
+    "PUT /api/inventory/cables/{id}/": (CABLE_ENDS_FIXED, CABLE_LENGTH),
     "PUT /api/inventory/gpus/{id}/": (GPU_SLOT,),
     "PUT /api/inventory/nics/{id}/": (NIC_ROLE,),
     "PUT /api/inventory/nodes/{id}/": (NODE_FIELDS,),
+    "PUT /api/inventory/pods/{id}/": (POD_NAME,),
     "PUT /api/inventory/ports/{id}/": (PORT_FIELDS,),
+    "PUT /api/inventory/racks/{id}/": (RACK_POD,),
     "PUT /api/inventory/switches/{id}/": (SWITCH_ROLE,),
 }
 

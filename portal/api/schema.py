@@ -258,6 +258,15 @@ def _state_text_format(field, schema: dict) -> None:
     """Plain text in a request refuses NUL characters (every parser does, PostgreSQL cannot
     store them), and a required text that DRF trims refuses whitespace alone ("This field may
     not be blank."); a field with its own pattern, format or choices already says more."""
+    if isinstance(field, serializers.DecimalField) and schema.get("format") == "decimal":
+        # drf-spectacular's pattern also matches "", "-" and "." (all digits optional), which
+        # DRF refuses ("A valid number is required."): at least one digit, on either side.
+        whole = "" if field.max_digits is None else field.max_digits - (field.decimal_places or 0)
+        places = "" if field.decimal_places is None else field.decimal_places
+        schema["pattern"] = (
+            rf"^-?(?:[0-9]{{1,{whole}}}(?:\.[0-9]{{0,{places}}})?|\.[0-9]{{1,{places}}})$"
+        )
+        return
     if not isinstance(field, serializers.CharField) or schema.get("type") != "string":
         return
     if {"enum", "format", "pattern"} & set(schema):
