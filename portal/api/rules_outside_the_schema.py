@@ -78,6 +78,10 @@ RULES_OUTSIDE_THE_SCHEMA: dict[str, tuple[str, ...]] = {
     ),
     "GET /api/jobs/analytics/": (PERIOD,),
     "GET /api/jobs/jobs/": ("`switch` and `port` are ids of an existing switch and port.",),
+    "GET /api/search/": (
+        "A `q` holding a comma or brackets is read as a Slurm hostlist and must be a "
+        "well-formed one.",
+    ),
     "GET /api/telemetry/observation3/": (PERIOD,),
     "PATCH /api/inventory/allocations/bulk/": (BULK_IDS, ALLOCATION, ALLOCATION_FIXED),
     "PATCH /api/inventory/allocations/{id}/": (ALLOCATION, ALLOCATION_FIXED),

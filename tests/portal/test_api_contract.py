@@ -466,7 +466,7 @@ def refused_naming_a_field(response) -> bool:
     if isinstance(errors, list) and errors:
         # A bulk write's items name their fields; a topology spec's errors their location.
         return all(
-            isinstance(error, dict) and (error.get("fields") or error.get("location"))
+            isinstance(error, dict) and (error.get("fields") or "location" in error)
             for error in errors
         )
     return any(name not in ("detail", "errors") for name in body)
