@@ -7,11 +7,12 @@ class FaultsConfig(AppConfig):
     def ready(self):
         from fabric.hooks import register_fabric_finding_listener, register_fabric_signal_listener
         from faults.selectors import open_ticket_resume_blockers
-        from faults.services import intake, state_changes
+        from faults.services import intake, recovery, state_changes
         from inventory.ui_panels import register_node_panel
         from jobs import hooks
         from portal.realtime import register_group_access
         from portal.roles import may
+        from portal.services.actions import register_action_queued_listener
 
         hooks.register_node_unhealthy_listener(intake.on_node_unhealthy)
         hooks.register_resume_guard(open_ticket_resume_blockers)
@@ -24,3 +25,6 @@ class FaultsConfig(AppConfig):
         # The board's live group: cluster-wide roles only, never tenant admins (as the API).
         register_group_access("faults", lambda user, group: may(user, "read_faults"))
         register_node_panel("faults/_node_faults_panel.html")
+        register_node_panel("faults/_node_report_event.html")
+        # Steps taken anywhere for an open ticket's node or port join its timeline.
+        register_action_queued_listener(recovery.link_action_to_open_tickets)

@@ -242,6 +242,7 @@ class TimelineKind(models.TextChoices):
     PROPOSAL = "proposal"  # a step the policy proposes to a person (reboot, reset, RMA)
     CLEARED = "cleared"  # the signal cleared: port up, node healthy, switch answering
     REPAIR = "repair"  # a vendor repair case opened, moved, or a part swapped
+    LINKED = "linked"  # an Action taken elsewhere (node page, API) on the ticket's node or port
 
 
 class TimelineEntry(models.Model):

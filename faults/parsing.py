@@ -191,6 +191,12 @@ def parse_platform_event(body) -> Incident:
     return _incident_from_fields(body, source=Source.PLATFORM, prefix="")
 
 
+def parse_reported_event(body: dict) -> Incident:
+    """A platform event a person saw (an XID in dmesg, ECC counts in nvidia-smi) and reported
+    from the node page: classified as the platform's own event would be, by a person."""
+    return _incident_from_fields(body, source=Source.USER_REPORT, prefix="")
+
+
 def _incident_from_fields(fields: dict, *, source: str, prefix: str) -> Incident:
     kind = fields.get("kind")
     if kind not in PLATFORM_KINDS:

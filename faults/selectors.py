@@ -180,3 +180,38 @@ def repair_case_list(*, user, filters: dict | None = None) -> QuerySet[RepairCas
 
 def ticket_repair_cases(*, user, ticket: FaultTicket) -> list[RepairCase]:
     return list(repair_case_list(user=user, filters={"ticket": ticket.pk}))
+
+
+@dataclass(frozen=True)
+class RecoveryEvidence:
+    method: str  # faults.models.RecoveryMethod
+    source: str  # what shows it, in words: "Action #12 (bmc.power power_cycle)", "RC-3"
+
+
+# What a succeeded Action says was done to the node. A reboot through Slurm restarts the OS
+# (warm); a power cycle or a forced off-then-on through the BMC cuts the power (cold).
+WARM_REBOOT_ACTIONS = frozenset({"slurm.reboot"})
+COLD_POWER_OPERATIONS = frozenset({"power_cycle", "force_off", "graceful_off"})
+
+
+def recovery_evidence(ticket: FaultTicket) -> RecoveryEvidence | None:
+    """How the ticket's fault was recovered, from what was actually done for it: a part the
+    vendor case installed, else the last restart its linked Actions carried out. None when
+    nothing done for the ticket says (the person then says it)."""
+    from faults.models import RecoveryMethod
+    from portal.models import ActionStatus
+
+    installed = ticket.repair_cases.filter(parts__swap__isnull=False).order_by("-pk").first()
+    if installed is not None:
+        return RecoveryEvidence(RecoveryMethod.PART_REPLACED, f"{installed.reference}: part "
+                                                              "installed")
+    for action in ticket.actions.filter(status=ActionStatus.SUCCEEDED).order_by("-finished_at",
+                                                                                 "-pk"):
+        if action.kind in WARM_REBOOT_ACTIONS:
+            return RecoveryEvidence(RecoveryMethod.WARM_REBOOT,
+                                    f"Action #{action.pk} ({action.kind})")
+        operation = (action.parameters or {}).get("operation")
+        if action.kind == "bmc.power" and operation in COLD_POWER_OPERATIONS:
+            return RecoveryEvidence(RecoveryMethod.COLD_REBOOT,
+                                    f"Action #{action.pk} ({action.kind} {operation})")
+    return None

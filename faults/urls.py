@@ -10,6 +10,8 @@ urlpatterns = [
     path("", views.BoardView.as_view(), name="board"),
     path("tickets/", views.TicketListView.as_view(), name="ticket-list"),
     path("report/", views.ReportView.as_view(), name="report"),
+    path("report/node/<str:hostname>/", views.NodeEventReportView.as_view(),
+         name="report-node-event"),
     path("statistics/", views.StatisticsView.as_view(), name="statistics"),
     path("<int:pk>/", views.TicketDetailView.as_view(), name="ticket"),
     path("<int:pk>/acknowledge/", views.AcknowledgeView.as_view(), name="acknowledge"),

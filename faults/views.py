@@ -11,15 +11,15 @@ from django.views import View
 from django.views.generic import ListView, TemplateView
 
 from faults import selectors, statistics
-from faults.forms import TransitionForm, UserReportForm
+from faults.forms import NodeEventForm, TransitionForm, UserReportForm
 from faults.hooks import visible_impact
 from faults.models import Category, RecoveryMethod, Source
 from faults.parsing import reported_gpu
 from faults.repair_workflow import RepairStatus
 from faults.services import intake, repairs, tickets
-from faults.services.recovery import recovery_steps, request_recovery
+from faults.services.recovery import recovery_steps, request_recovery, resolve_blockers
 from faults.workflow import Status, allowed_targets
-from inventory.models import ComponentKind, Pod
+from inventory.models import ComponentKind, Node, Pod
 from portal.errors import Conflict, InvalidInput, ServiceError
 from portal.ordering import Ordering, SortableListMixin
 from portal.roles import may
@@ -129,6 +129,7 @@ class TicketDetailView(RoleRequiredMixin, TemplateView):
             can_act=may(self.request.user, "respond_to_faults"),
             reopened_as=ticket.reopened_as.all(),
             recovery_steps=recovery_steps(ticket, user=self.request.user),
+            resolve_blockers=resolve_blockers(ticket),
             impact_at_detection=visible_impact(ticket.impact, user=self.request.user),
             impact_captured_at=parse_datetime((ticket.impact or {}).get("captured_at") or ""),
             allowed_choices=[(value, Status(value).label)
@@ -144,13 +145,17 @@ class TicketDetailView(RoleRequiredMixin, TemplateView):
         """What the page's forms show: the ticket's values, or what was typed into the form
         the server just refused, so a refusal never throws the typing away."""
         transition = kept if operation == "transition" else {}
+        evidence = selectors.recovery_evidence(ticket)
         expected = ticket.rma_expected_at.isoformat() if ticket.rma_expected_at else ""
         return {
             "transition_values": {
                 "to_status": transition.get("to_status", ""),
                 "category": transition.get("category", ticket.category),
                 "subtype": transition.get("subtype", ticket.subtype),
-                "recovery_method": transition.get("recovery_method", ticket.recovery_method),
+                "recovery_method": transition.get(
+                    "recovery_method", ticket.recovery_method or (evidence.method if evidence else "")
+                ),
+                "recovery_evidence": evidence,
                 "rma_part": transition.get("rma_part", ticket.rma_part),
                 "rma_case_number": transition.get("rma_case_number", ticket.rma_case_number),
                 "rma_expected_at": transition.get("rma_expected_at", expected),
@@ -249,7 +254,8 @@ class RecoveryView(TicketActView):
         offered = {option.step: option for option in recovery_steps(ticket)}
         if step in offered and not may(request.user, offered[step].capability):
             raise Conflict({"step": [f"Your role may not {offered[step].label.lower()}."]})
-        action = request_recovery(ticket=ticket, step=step, actor=request.user, via="ui")
+        action = request_recovery(ticket=ticket, step=step, actor=request.user, via="ui",
+                                  confirm=request.POST.get("confirm") == "1")
         messages.info(request, f"Action #{action.pk} queued: {action.kind} {action.target}.")
         return ticket
 
@@ -292,6 +298,41 @@ class ReportView(RoleRequiredMixin, View):
                 messages.success(request, f"Report {word}: {ticket.reference}.")
                 return redirect("faults:ticket", pk=ticket.pk)
         return render(request, self.template_name, {"form": form}, status=400)
+
+
+class NodeEventReportView(RoleRequiredMixin, View):
+    """Report an XID, ECC, NVLink or NIC event seen on one node (the node page's form posts
+    here; a refusal is shown on this page with what was chosen, never thrown away)."""
+
+    capability = "respond_to_faults"
+    template_name = "faults/report_node_event.html"
+
+    def _node(self, hostname: str) -> Node:
+        node = Node.objects.prefetch_related("gpus", "nics").filter(hostname=hostname).first()
+        if node is None:
+            raise Http404("No such node")
+        return node
+
+    def get(self, request, hostname):
+        node = self._node(hostname)
+        return render(request, self.template_name, {"node": node, "form": NodeEventForm(node=node)})
+
+    def post(self, request, hostname):
+        node = self._node(hostname)
+        form = NodeEventForm(request.POST, node=node)
+        if form.is_valid():
+            try:
+                ticket, created = intake.submit_node_event(reported_by=request.user,
+                                                           event=form.event())
+            except ServiceError as refused:
+                for field, problems in (refused.detail.items()
+                                        if isinstance(refused.detail, dict) else []):
+                    form.add_error(field if field in form.fields else None, problems)
+            else:
+                word = "opened" if created else "added to the open ticket"
+                messages.success(request, f"Event reported, {word}: {ticket.reference}.")
+                return redirect("faults:ticket", pk=ticket.pk)
+        return render(request, self.template_name, {"node": node, "form": form}, status=400)
 
 
 class StatisticsView(RoleRequiredMixin, TemplateView):

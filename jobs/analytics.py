@@ -100,12 +100,13 @@ class PercentilesDisc(Aggregate):
     function = "percentile_disc"
     template = "%(function)s(%(fractions)s) WITHIN GROUP (ORDER BY %(expressions)s)"
 
-    def __init__(self, expression, fractions: tuple[float, ...], **extra):
+    def __init__(self, expression, fractions: tuple[float, ...], *, element_field=None,
+                 **extra):
         literal = "ARRAY[" + ", ".join(f"{float(f)!r}" for f in fractions) + "]::float8[]"
         super().__init__(
             expression,
             fractions=literal,
-            output_field=ArrayField(BigIntegerField()),
+            output_field=ArrayField(element_field or BigIntegerField()),
             **extra,
         )
 
@@ -122,12 +123,12 @@ def _runtime_quantiles_in_python(sized: QuerySet[Job]) -> dict[str, list[int]]:
     for the runtimes, sorted by the database, picked by PostgreSQL's rule."""
     runtimes: dict[str, list[int]] = defaultdict(list)
     rows = (
-        sized.annotate(bucket=_bucket_expression(), runtime=_runtime_expression())
+        sized.annotate(bucket=node_bucket_expression(), runtime=_runtime_expression())
         .order_by("bucket", "runtime")
         .values_list("bucket", "runtime")
     )
     for bucket, runtime in rows.iterator():
-        runtimes[_bucket_label(bucket)].append(int(runtime))
+        runtimes[node_bucket_label(bucket)].append(int(runtime))
     return {
         bucket: [values[percentile_disc_position(f, len(values)) - 1] for f in CDF_FRACTIONS]
         for bucket, values in runtimes.items()
@@ -233,7 +234,7 @@ class EpochSeconds(Func):
 NO_BUCKET = -1
 
 
-def _bucket_expression() -> Case:
+def node_bucket_expression() -> Case:
     """The index of the job's node bucket in SIZE_BUCKETS; NO_BUCKET without a node."""
     whens = []
     for index, bucket in enumerate(SIZE_BUCKETS):
@@ -244,7 +245,7 @@ def _bucket_expression() -> Case:
     return Case(*whens, default=Value(NO_BUCKET), output_field=IntegerField())
 
 
-def _bucket_label(index: int) -> str:
+def node_bucket_label(index: int) -> str:
     return SIZE_BUCKET_LABELS[index] if 0 <= index < len(SIZE_BUCKET_LABELS) else ""
 
 
@@ -399,9 +400,9 @@ def size_buckets(in_period: QuerySet[Job], counted_until: datetime) -> dict:
             _runtime_expression(), CDF_FRACTIONS, filter=finished
         )
     grouped = {
-        _bucket_label(row["bucket"]): row
+        node_bucket_label(row["bucket"]): row
         for row in sized.order_by()
-        .annotate(bucket=_bucket_expression())
+        .annotate(bucket=node_bucket_expression())
         .values("bucket")
         .annotate(**aggregates)
     }
@@ -488,7 +489,7 @@ def daily_submissions(jobs: QuerySet[Job], period: Period) -> dict:
     rows = (
         jobs.filter(submit_time__gte=period.start, submit_time__lt=period.end)
         .order_by()
-        .annotate(day=TruncDate("submit_time", tzinfo=UTC), bucket=_bucket_expression())
+        .annotate(day=TruncDate("submit_time", tzinfo=UTC), bucket=node_bucket_expression())
         .values("day", "bucket")
         # COUNT(*), not COUNT(id): the id is not in job_submitted_size, whose columns are all
         # this query reads, so PostgreSQL answers from that index alone (bench/analytics.py).
@@ -499,7 +500,7 @@ def daily_submissions(jobs: QuerySet[Job], period: Period) -> dict:
     labels = (*SIZE_BUCKET_LABELS, "")
     counts = {label: [0] * len(days) for label in labels}
     for row in rows:
-        label = _bucket_label(row["bucket"])
+        label = node_bucket_label(row["bucket"])
         if label in counts and row["day"] in index:
             counts[label][index[row["day"]]] = row["count"]
     return {

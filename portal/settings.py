@@ -213,6 +213,7 @@ CELERY_TASK_ROUTES = {
     "fabric.tasks.poll_fabric_counters": {"queue": "periodic"},
     "fabric.tasks.reconcile_fabric_lldp": {"queue": "periodic"},
     "fabric.tasks.check_running_jobs_rail_health": {"queue": "periodic"},
+    "telemetry.tasks.summarise_finished_jobs": {"queue": "periodic"},
 }
 CELERY_BEAT_SCHEDULE = {
     "sweep-stuck-actions": {
@@ -321,6 +322,9 @@ SLURM_DRIVER = ENV.get("SLURM_DRIVER", "jobs.drivers.simulator.SimulatorDriver")
 SLURM_BIN_DIR = ENV.get("SLURM_BIN_DIR", "")
 SLURM_CONF = ENV.get("SLURM_CONF", "")
 SLURM_COMMAND_TIMEOUT = env_float(ENV, "SLURM_COMMAND_TIMEOUT", 30.0)
+# A drain or resume first checks that slurmctld knows every named node (an update naming an
+# unknown one still changes the others); a node it confirmed this recently is not checked again.
+SLURM_KNOWN_NODE_SECONDS = env_float(ENV, "SLURM_KNOWN_NODE_SECONDS", 60.0)
 # slurmrestd driver: base URL, the JWT user, and the token itself or a file holding it (read on
 # every request, so a rotated token is picked up without a restart).
 SLURM_REST_URL = ENV.get("SLURM_REST_URL", "http://127.0.0.1:6820")
@@ -500,6 +504,22 @@ PROMETHEUS_TIMEOUT = env_float(ENV, "PROMETHEUS_TIMEOUT", 3.0)
 TELEMETRY_STEP_SECONDS = env_float(ENV, "TELEMETRY_STEP_SECONDS", 60.0)
 # "Idle GPU in a running job": mean utilisation under 20% over this window.
 TELEMETRY_IDLE_WINDOW_SECONDS = env_float(ENV, "TELEMETRY_IDLE_WINDOW_SECONDS", 300.0)
+# Each finished GPU job's utilisation is asked once and kept (telemetry/services.py), so that
+# Observation 3 is one aggregate in the database: how often, how many jobs a run asks, and how
+# long after a job's end its last samples are surely scraped (asked again until then).
+TELEMETRY_SUMMARY_INTERVAL = env_float(ENV, "TELEMETRY_SUMMARY_INTERVAL", 60.0)
+TELEMETRY_SUMMARY_BATCH = env_int(ENV, "TELEMETRY_SUMMARY_BATCH", 5000)
+TELEMETRY_SUMMARY_SETTLE_SECONDS = env_float(
+    ENV, "TELEMETRY_SUMMARY_SETTLE_SECONDS", 2 * TELEMETRY_STEP_SECONDS
+)
+# A request for Observation 3 summarises at most this many pending jobs itself (the jobs that
+# ended since the last run); past it, the answer counts them as not summarised yet.
+TELEMETRY_SUMMARY_ON_REQUEST = env_int(ENV, "TELEMETRY_SUMMARY_ON_REQUEST", 2000)
+CELERY_BEAT_SCHEDULE["telemetry-summarise-finished-jobs"] = {
+    "task": "telemetry.tasks.summarise_finished_jobs",
+    "schedule": TELEMETRY_SUMMARY_INTERVAL,
+    "options": {"expires": TELEMETRY_SUMMARY_INTERVAL},
+}
 # --- end of telemetry ----------------------------------------------------------------------------
 
 # --- Request bodies: how much of one is read ------------------------------------------------------

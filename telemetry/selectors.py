@@ -8,7 +8,8 @@ tenant admins only ever see their own tenant's jobs.
 - `job_utilisation`: one job's mean GPU utilisation over its runtime (the job page).
 - `observation3`: the paper's Observation 3 per node-count bucket over finished GPU jobs:
   per-job mean utilisation (median and CDF) and the share of GPU time below 20% (the GPU-time
-  weighted share over the bucket's jobs, and the CDF of the per-job shares).
+  weighted share over the bucket's jobs, and the CDF of the per-job shares), aggregated in the
+  database over the jobs' stored summaries (telemetry/models.py).
 - `idle_gpus`: GPUs held by running jobs whose recent mean utilisation is below 20%.
 - `tenant_efficiency`: the tenant's GPU-time weighted mean utilisation over a period.
 """
@@ -17,16 +18,25 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Min
+from django.db import connections
+from django.db.models import BigIntegerField, Count, F, FloatField, Q, QuerySet, Sum, Value
+from django.db.models.functions import Coalesce
 from django.http import Http404
 from django.utils import timezone
 
-from jobs.analytics import Period, analytics_jobs
-from jobs.buckets import SIZE_BUCKET_LABELS, size_bucket
-from jobs.models import LIVE_STATES
+from jobs.analytics import (
+    PercentilesDisc,
+    Period,
+    analytics_jobs,
+    node_bucket_expression,
+    node_bucket_label,
+    tuned_for_analytics,
+)
+from jobs.buckets import SIZE_BUCKET_LABELS
+from jobs.models import LIVE_STATES, Job
 from jobs.selectors import visible_jobs
 from portal.roles import may
 from telemetry.drivers.base import (
@@ -34,6 +44,7 @@ from telemetry.drivers.base import (
     TelemetryUnavailable,
     get_telemetry_driver,
 )
+from telemetry.services import summarise_finished_jobs, summary_pending
 
 NOT_CONFIGURED = "No telemetry configured: set PROMETHEUS_URL to the site's Prometheus."
 CDF_FRACTIONS: tuple[float, ...] = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
@@ -108,7 +119,9 @@ def job_utilisation(*, user, job_id: str, now: datetime | None = None) -> dict:
 
 def observation3(*, user, period: Period, tenant_slug: str | None = None,
                  now: datetime | None = None) -> dict:
-    """Observation 3 over the GPU jobs that ended in the period, per node-count bucket."""
+    """Observation 3 over the GPU jobs that ended in the period, per node-count bucket: one
+    grouped query over the jobs and their stored utilisation summaries (telemetry.models),
+    after summarising the jobs that ended since the periodic task last ran."""
     now = now or timezone.now()
     jobs = (
         analytics_jobs(user=user, tenant_slug=tenant_slug)
@@ -121,62 +134,142 @@ def observation3(*, user, period: Period, tenant_slug: str | None = None,
         "threshold_percent": LOW_UTILISATION_PERCENT,
         "jobs": None,
         "jobs_with_telemetry": None,
+        "jobs_not_summarised": None,
         "rows": [],
     }
     driver = get_telemetry_driver()
     if driver is None:
         return {**answer, **_status(False, False, NOT_CONFIGURED)}
-    rows = list(
-        jobs.order_by().values_list("job_id", "node_count", "gpus", "gpu_seconds",
-                                    "elapsed_seconds")
-    )
-    answer["jobs"] = len(rows)
-    if not rows:
-        answer["jobs_with_telemetry"] = 0
-        answer["rows"] = [_bucket_row(label, [], 0) for label in SIZE_BUCKET_LABELS]
-        return {**answer, **_status(True, True)}
-    # The range covers every sample of these jobs: from the earliest start to the period's end.
-    earliest = jobs.aggregate(first=Min("start_time"))["first"] or period.start
-    end = min(period.end, now)
-    try:
-        summaries = driver.job_summaries(earliest, end)
-    except TelemetryUnavailable as error:
-        return {**answer, **_status(True, False, str(error))}
+    with tuned_for_analytics():
+        try:
+            _summarise_just_ended(jobs, driver=driver, now=now)
+        except TelemetryUnavailable as error:
+            return {**answer, **_status(True, False, str(error))}
+        if connections[jobs.db].vendor == "postgresql":
+            rows = _rows_in_database(jobs)
+        else:
+            rows = _rows_in_python(jobs)
+    pending = sum(row.pop("not_summarised") for row in rows.values())
+    answer["jobs"] = sum(row["jobs"] for row in rows.values())
+    answer["jobs_not_summarised"] = pending
+    answer["jobs_with_telemetry"] = sum(row["jobs_with_telemetry"] for row in rows.values())
+    answer["rows"] = [rows.get(label) or _bucket_row(label, [], jobs=0)
+                      for label in SIZE_BUCKET_LABELS]
+    message = (f"{pending} finished jobs are not summarised yet: the worker asks Prometheus "
+               "for them in the background." if pending else "")
+    return {**answer, **_status(True, True, message)}
+
+
+def _summarise_just_ended(jobs: QuerySet, *, driver, now: datetime) -> None:
+    """Summarise the jobs that ended since the periodic task's last runs (at most
+    TELEMETRY_SUMMARY_ON_REQUEST), so a page shows a job that just ended; older jobs without a
+    summary are the task's, and the answer counts them."""
+    recently = now - timedelta(seconds=3 * float(settings.TELEMETRY_SUMMARY_INTERVAL)
+                               + float(settings.TELEMETRY_SUMMARY_SETTLE_SECONDS))
+    limit = int(settings.TELEMETRY_SUMMARY_ON_REQUEST)
+    just_ended = list(summary_pending(jobs.filter(end_time__gte=recently))
+                      .values_list("pk", flat=True)[: limit + 1])
+    if 0 < len(just_ended) <= limit:
+        summarise_finished_jobs(jobs=Job.objects.filter(pk__in=just_ended), limit=limit,
+                                driver=driver, now=now)
+
+
+def _job_weight():
+    """A job's GPU time: gpu_seconds as accounted, else its runtime times its GPUs."""
+    return Coalesce(F("gpu_seconds"), F("elapsed_seconds") * F("gpus"), Value(0),
+                    output_field=BigIntegerField())
+
+
+def _rows_in_python(jobs: QuerySet) -> dict[str, dict]:
+    """The embedded default's SQLite has no percentile_disc: each job's bucket, mean, share
+    and weight are read, and the rows made by PostgreSQL's rule in Python."""
     measured: dict[str, list[tuple[float, float | None, int]]] = defaultdict(list)
     counts: dict[str, int] = defaultdict(int)
-    for job_id, node_count, gpus, gpu_seconds, elapsed in rows:
-        bucket = size_bucket(node_count)
-        counts[bucket] += 1
-        summary = summaries.get(job_id)
-        if summary is not None:
-            weight = gpu_seconds if gpu_seconds is not None else (elapsed or 0) * gpus
-            measured[bucket].append((summary.mean_percent, summary.low_share, int(weight)))
-    answer["jobs_with_telemetry"] = sum(len(values) for values in measured.values())
-    answer["rows"] = [
-        _bucket_row(label, measured.get(label, []), counts.get(label, 0))
-        for label in SIZE_BUCKET_LABELS
-    ]
-    return {**answer, **_status(True, True)}
+    pending: dict[str, int] = defaultdict(int)
+    rows = (jobs.order_by().annotate(bucket=node_bucket_expression(), weight=_job_weight())
+            .values_list("bucket", "utilisation_summary__job_id",
+                         "utilisation_summary__mean_percent", "utilisation_summary__low_share",
+                         "weight"))
+    for bucket, summarised, mean, low, weight in rows.iterator():
+        label = node_bucket_label(bucket)
+        counts[label] += 1
+        pending[label] += summarised is None
+        if mean is not None:
+            measured[label].append((mean, low, int(weight or 0)))
+    return {label: {**_bucket_row(label, measured.get(label, []), jobs=count),
+                    "not_summarised": pending[label]}
+            for label, count in counts.items()}
 
 
-def _bucket_row(label: str, measured: list[tuple[float, float | None, int]], jobs: int) -> dict:
+def _rows_in_database(jobs: QuerySet) -> dict[str, dict]:
+    """One grouped query over the jobs left-joined with their summaries: counts, the GPU-time
+    weighted share below 20%, and both CDFs by percentile_disc (which skips jobs without a
+    mean, as every figure but the count does)."""
+    measured = Q(utilisation_summary__mean_percent__isnull=False)
+    with_low = measured & Q(utilisation_summary__low_share__isnull=False)
+    grouped = (
+        jobs.order_by()
+        .annotate(bucket=node_bucket_expression(), weight=_job_weight())
+        .values("bucket")
+        .annotate(
+            job_count=Count("pk"),
+            not_summarised=Count("pk", filter=Q(utilisation_summary__isnull=True)),
+            measured_jobs=Count("pk", filter=measured),
+            total_weight=Sum("weight", filter=measured),
+            low_total_weight=Sum("weight", filter=with_low),
+            low_weight=Sum(F("utilisation_summary__low_share") * F("weight"),
+                           output_field=FloatField(), filter=with_low),
+            mean_cdf=PercentilesDisc("utilisation_summary__mean_percent", CDF_FRACTIONS,
+                                     element_field=FloatField()),
+            low_cdf=PercentilesDisc("utilisation_summary__low_share", CDF_FRACTIONS,
+                                    element_field=FloatField(), filter=measured),
+        )
+    )
+    rows = {}
+    for row in grouped:
+        label = node_bucket_label(row["bucket"])
+        low_total = int(row["low_total_weight"] or 0)
+        rows[label] = {
+            **_row(label, jobs=row["job_count"], jobs_with_telemetry=row["measured_jobs"],
+                   total_weight=int(row["total_weight"] or 0),
+                   low_percent=(round(100 * (row["low_weight"] or 0) / low_total, 2)
+                                if low_total else None),
+                   mean_cdf=row["mean_cdf"] or [], low_cdf=row["low_cdf"] or []),
+            "not_summarised": row["not_summarised"],
+        }
+    return rows
+
+
+def _bucket_row(label: str, measured: list[tuple[float, float | None, int]], *,
+                jobs: int) -> dict:
+    """A bucket's row from its measured jobs' (mean, share below 20%, GPU-time weight)."""
     means = [mean for mean, _, _ in measured]
     lows = [low for _, low, _ in measured if low is not None]
-    total_weight = sum(weight for _, _, weight in measured)
     # The share below 20% over the jobs that have one (a job shorter than a step may not).
     low_total_weight = sum(weight for _, low, weight in measured if low is not None)
     low_weight = sum(low * weight for _, low, weight in measured if low is not None)
-    mean_cdf = _quantiles(means) if means else []
-    low_cdf = _quantiles(lows) if lows else []
+    return _row(
+        label,
+        jobs=jobs,
+        jobs_with_telemetry=len(measured),
+        total_weight=sum(weight for _, _, weight in measured),
+        low_percent=round(100 * low_weight / low_total_weight, 2) if low_total_weight else None,
+        mean_cdf=_quantiles(means) if means else [],
+        low_cdf=_quantiles(lows) if lows else [],
+    )
+
+
+def _row(label: str, *, jobs: int, jobs_with_telemetry: int, total_weight: int,
+         low_percent: float | None, mean_cdf: list[float], low_cdf: list[float]) -> dict:
     return {
         "bucket": label,
         "jobs": jobs,
-        "jobs_with_telemetry": len(measured),
+        "jobs_with_telemetry": jobs_with_telemetry,
         "gpu_hours_with_telemetry": round(total_weight / 3600, 2),
-        "median_mean_percent": _rounded(mean_cdf[CDF_FRACTIONS.index(0.5)], 2) if means else None,
-        "low_gpu_time_percent": (
-            round(100 * low_weight / low_total_weight, 2) if low_total_weight else None
+        "median_mean_percent": (
+            _rounded(mean_cdf[CDF_FRACTIONS.index(0.5)], 2) if mean_cdf else None
         ),
+        "low_gpu_time_percent": low_percent,
         "mean_percent_cdf": [
             {"fraction": f, "value": round(v, 2)}
             for f, v in zip(CDF_FRACTIONS, mean_cdf, strict=False)

@@ -303,6 +303,16 @@ MATRIX: dict[str, Route] = {
             post("/faults/report/", page("respond_to_faults", 400)),
         )
     ),
+    "faults:report-node-event": Route(
+        (
+            get(lambda w: f"/faults/report/node/{w.node.hostname}/", page("respond_to_faults")),
+            post(
+                lambda w: f"/faults/report/node/{w.node.hostname}/",
+                page("respond_to_faults", 400),
+                note="no event kind: the form again naming it (400)",
+            ),
+        )
+    ),
     "faults:acknowledge": Route(
         (
             post(

@@ -87,6 +87,9 @@ class HistoryTicketSerializer(serializers.ModelSerializer):
 class RecoveryStepSerializer(serializers.Serializer):
     step = serializers.CharField()
     label = serializers.CharField()
+    confirmation = serializers.CharField(
+        help_text="why the step needs `confirm: true` (empty when it does not)"
+    )
 
 
 class TicketDetailSerializer(TicketSerializer):
@@ -116,12 +119,15 @@ class TicketDetailSerializer(TicketSerializer):
 
     @extend_schema_field(RecoveryStepSerializer(many=True))
     def get_recovery_steps(self, ticket) -> list[dict]:
-        return [{"step": option.step, "label": option.label}
+        return [{"step": option.step, "label": option.label, "confirmation": option.confirmation}
                 for option in recovery_steps(ticket, user=self._user())]
 
 
 class RecoveryRequestSerializer(StrictSerializer):
     step = serializers.ChoiceField(choices=list(RECOVERY_STEP_NAMES))
+    confirm = serializers.BooleanField(
+        default=False, help_text="take a step whose `confirmation` says why it needs asking"
+    )
 
 
 class UserReportSerializer(StrictSerializer):
@@ -144,6 +150,9 @@ class TransitionRequestSerializer(StrictSerializer):
     rma_part = serializers.CharField(required=False, allow_blank=True, max_length=200)
     rma_case_number = serializers.CharField(required=False, allow_blank=True, max_length=100)
     rma_expected_at = serializers.DateField(required=False, allow_null=True)
+    confirm = serializers.BooleanField(
+        default=False, help_text="resolve although the node still drains or runs jobs"
+    )
 
 
 class NoteSerializer(StrictSerializer):

@@ -145,7 +145,8 @@ class TicketViewSet(
         responses={202: ActionSerializer,
                    400: OpenApiResponse(description="`step` does not apply to this ticket now"),
                    403: OpenApiResponse(description="Your role may not take this step"),
-                   409: OpenApiResponse(description="Other open tickets hold the node (resume)")},
+                   409: OpenApiResponse(description="Other open tickets hold the node (resume), "
+                                                    "or the step needs `confirm`")},
     )
     @action(detail=True, methods=["post"])
     def recovery(self, request, pk=None):
@@ -157,7 +158,8 @@ class TicketViewSet(
         if step in offered and not may(request.user, offered[step].capability):
             raise PermissionDenied(f"Your role may not {offered[step].label.lower()}.")
         with transaction.atomic():
-            action = request_recovery(ticket=ticket, step=step, actor=request.user)
+            action = request_recovery(ticket=ticket, step=step, actor=request.user,
+                                      confirm=body.validated_data["confirm"])
         return action_accepted(request, action)
 
     @extend_schema(summary="Earlier and later tickets on the same GPU serial, node or switch",

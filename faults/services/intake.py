@@ -172,6 +172,24 @@ def submit_user_report(
     return ticket, created
 
 
+def submit_node_event(*, reported_by, event: dict) -> tuple[FaultTicket, bool]:
+    """A platform event (XID, ECC, NVLink, NIC or link) a person reports from the node page: the
+    raw report is kept, then it is classified and de-duplicated as the platform's own would be,
+    so it meets the monitor's ticket for the same GPU."""
+    record = record_intake(channel=Source.USER_REPORT, raw_body=json.dumps(event),
+                           submitted_by=reported_by)
+    try:
+        incident = parsing.parse_reported_event(event)
+    except InvalidInput as error:
+        _refuse(record, error)
+        raise
+    with transaction.atomic():
+        ticket, created = apply_incident(incident, actor=reported_by, intake=record)
+        IntakeRecord.objects.filter(pk=record.pk).update(accepted=True)
+        record.tickets.add(ticket)
+    return ticket, created
+
+
 def on_node_unhealthy(*, node: Node, state: str, reason: str) -> None:
     """The jobs hook: Slurm saw `node` go DOWN or NOT_RESPONDING (inside the sync's transaction).
 

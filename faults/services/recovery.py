@@ -1,9 +1,21 @@
 """A ticket's recovery actions in one click, the ticket as the reason.
 
 Each step becomes a durable Action through the owning app's service (jobs: drain, resume;
-fabric: port shutdown and startup), with the reason "FT-12: <summary>", linked to the ticket and
-put on its timeline. Who may do what follows the owning app: responders (admin, operator,
-on-call) drain and resume; switch ports are for admins and operators, as on the switch pages.
+inventory: a power cycle through the node's BMC; fabric: port shutdown and startup), with the
+reason "FT-12: <summary>", linked to the ticket and put on its timeline. Who may do what follows
+the owning app: responders (admin, operator, on-call) drain and resume; power and switch ports
+are for the roles the owning app names (portal/roles.py).
+
+The steps come in the order it is safe to take them, and the first is the page's primary button:
+a node that still runs work is drained first; a drained node on an open ticket is recovered (its
+BMC power cycle, a port started) before it is resumed; a resume is the primary step only once the
+ticket is resolved or verified. A resume while a critical ticket is still open, and resolving a
+ticket whose node still drains or runs jobs, need `confirm` (409 naming it otherwise): the page
+asks, the API says why.
+
+Every Action queued anywhere (the node page, the API, a bulk drain) for the node or port of an
+open ticket is linked to that ticket and put on its timeline (`link_action_to_open_tickets`,
+registered with portal.services.actions), so the ticket tells all that was done for it.
 """
 
 from __future__ import annotations
@@ -13,18 +25,24 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
-from faults.models import FaultTicket, TimelineKind
+from faults.models import FaultTicket, Severity, TimelineKind
 from faults.services.timeline import add_timeline_entry, publish_ticket_event
-from faults.workflow import OPEN_STATUSES
+from faults.workflow import OPEN_STATUSES, Status
+from inventory.bmc.guards import power_blockers
+from inventory.bmc.power import request_power_action
+from inventory.bmc.targets import has_bmc
 from inventory.hostlist import compress_hostlist
 from inventory.models import Node
-from jobs.services import request_drain, request_resume
+from jobs.services import DRAIN_ACTION, request_drain, request_resume
 from portal.errors import Conflict, InvalidInput
 from portal.models import Action
+from portal.models.actions import TERMINAL_STATUSES
 from portal.roles import may
 
 DRAINED_STATES = frozenset({"drained", "draining"})
-RECOVERY_STEP_NAMES = ("drain", "resume", "shut_port", "start_port")
+RECOVERY_STEP_NAMES = ("drain", "power_cycle", "resume", "shut_port", "start_port")
+# After the fix, before the ticket closes: the node may still wait drained for its resume.
+RESUMABLE_STATUSES = frozenset({*OPEN_STATUSES, Status.RESOLVED, Status.VERIFIED})
 
 
 @dataclass(frozen=True)
@@ -32,6 +50,8 @@ class RecoveryStep:
     step: str
     label: str
     capability: str  # portal/roles.py: who may take the step
+    # Why the step asks "are you sure?" first (empty: it does not); the API's `confirm`.
+    confirmation: str = ""
 
 
 def _impact_nodes(ticket: FaultTicket) -> list[Node]:
@@ -42,30 +62,63 @@ def _impact_nodes(ticket: FaultTicket) -> list[Node]:
                 .order_by("hostname"))
 
 
+def _cleared(ticket: FaultTicket) -> bool:
+    """Whether the fault is behind the node: resolved by a person, or its signal cleared (the
+    node answers again, the link is up). An XID never clears by itself."""
+    return ticket.status not in OPEN_STATUSES or ticket.signal_cleared_at is not None
+
+
+def _resume_confirmation(ticket: FaultTicket, hostnames: str) -> str:
+    if not _cleared(ticket) and ticket.severity == Severity.CRITICAL:
+        return (f"{ticket.reference} is a critical fault that is still {ticket.status}: "
+                f"resuming {hostnames} puts jobs back on it before it is resolved.")
+    return ""
+
+
+def _node_steps(ticket: FaultTicket, node: Node) -> list[RecoveryStep]:
+    out_of_service = node.slurm_state in DRAINED_STATES or node.slurm_state == "down"
+    if not out_of_service:
+        # A drain already on its way (the policy's) is not offered again: its Action shows.
+        draining = ticket.actions.filter(kind=DRAIN_ACTION).exclude(
+            status__in=TERMINAL_STATUSES).exists()
+        if ticket.status in OPEN_STATUSES and not draining:
+            return [RecoveryStep("drain", f"Drain {node.hostname}", "drain")]
+        return []
+    resume = RecoveryStep("resume", f"Resume {node.hostname}", "resume",
+                          _resume_confirmation(ticket, node.hostname))
+    recover = []
+    if ticket.status in OPEN_STATUSES and has_bmc(node):
+        recover.append(RecoveryStep("power_cycle", f"Power cycle {node.hostname} (BMC)", "power"))
+    # Once the fault is behind the node, bringing it back is the next step; before, recovering it.
+    return [resume, *recover] if _cleared(ticket) else [*recover, resume]
+
+
 def recovery_steps(ticket: FaultTicket, *, user=None) -> list[RecoveryStep]:
-    """The one-click steps that fit the ticket's components and their current state (and, with
-    `user`, that the user's role may take)."""
+    """The one-click steps that fit the ticket's components and state, safest first (the first
+    is the page's primary step), and, with `user`, that the user's role may take."""
+    if ticket.status not in RESUMABLE_STATUSES:
+        return []
     steps: list[RecoveryStep] = []
     node = ticket.node
     if node is not None:
-        if node.slurm_state in DRAINED_STATES or node.slurm_state == "down":
-            steps.append(RecoveryStep("resume", f"Resume {node.hostname}", "resume"))
-        else:
-            steps.append(RecoveryStep("drain", f"Drain {node.hostname}", "drain"))
+        steps.extend(_node_steps(ticket, node))
     elif ticket.switch_id and ticket.port_id is None:
         drained = [n.hostname for n in _impact_nodes(ticket) if n.slurm_state in DRAINED_STATES]
         if drained:
-            steps.append(RecoveryStep("resume", f"Resume {compress_hostlist(drained)}",
-                                      "resume"))
+            hostlist = compress_hostlist(drained)
+            steps.append(RecoveryStep("resume", f"Resume {hostlist}", "resume",
+                                      _resume_confirmation(ticket, hostlist)))
     port = ticket.port
-    if port is not None:
+    if port is not None and ticket.status in OPEN_STATUSES:
         where = f"{port.switch.hostname} {port.name}"
         if port.admin_status == "down":
-            # While the port is shut, bringing it back is the recovery; the page makes the first
-            # step its primary button, and resuming a node whose rail is still cut off is not it.
+            # While the port is shut, bringing it back is the recovery; resuming a node whose
+            # rail is still cut off is not.
             steps.insert(0, RecoveryStep("start_port", f"Start up {where}", "act_on_switch"))
         else:
             steps.append(RecoveryStep("shut_port", f"Shut down {where}", "act_on_switch"))
+    if ticket.status not in OPEN_STATUSES:
+        steps = [step for step in steps if step.step == "resume"]
     if user is not None:
         steps = [step for step in steps if may(user, step.capability)]
     return steps
@@ -78,11 +131,14 @@ def _reason(ticket: FaultTicket, note: str = "") -> str:
     return " ".join(reason.split())[:900]
 
 
-def request_recovery(*, ticket: FaultTicket, step: str, actor, via: str = "api") -> Action:
+def request_recovery(*, ticket: FaultTicket, step: str, actor, via: str = "api",
+                     confirm: bool = False) -> Action:
     """Queue `step` (recovery_steps) for `ticket` as an Action with the ticket as reason."""
     with transaction.atomic():
         FaultTicket.objects.select_for_update().filter(pk=ticket.pk).exists()  # one at a time
         ticket = FaultTicket.objects.select_related("node", "port__switch").get(pk=ticket.pk)
+        if ticket.status not in RESUMABLE_STATUSES:
+            raise Conflict({"step": [f"{ticket.reference} is {ticket.status}: reopen it first."]})
         offered = {option.step: option for option in recovery_steps(ticket)}
         if step not in offered:
             names = ", ".join(offered) or "none"
@@ -91,11 +147,14 @@ def request_recovery(*, ticket: FaultTicket, step: str, actor, via: str = "api")
         option = offered[step]
         if not may(actor, option.capability):
             raise Conflict({"step": [f"Your role may not {option.label.lower()}."]})
-        if ticket.status not in OPEN_STATUSES:
-            raise Conflict({"step": [f"{ticket.reference} is {ticket.status}: reopen it first."]})
+        if option.confirmation and not confirm:
+            raise Conflict({"confirm": [f"{option.confirmation} Repeat with confirm to do it."]})
         if step == "drain":
             action, _ = request_drain(nodes=[ticket.node], reason=_reason(ticket),
                                       requested_by=actor, via=via)
+        elif step == "power_cycle":
+            action, _ = request_power_action(node=ticket.node, operation="power_cycle",
+                                             reason=_reason(ticket), requested_by=actor, via=via)
         elif step == "resume":
             nodes = [ticket.node] if ticket.node is not None else [
                 node for node in _impact_nodes(ticket) if node.slurm_state in DRAINED_STATES
@@ -110,6 +169,20 @@ def request_recovery(*, ticket: FaultTicket, step: str, actor, via: str = "api")
             )
         _record(ticket, action, actor, option.label)
     return action
+
+
+def resolve_blockers(ticket: FaultTicket) -> list[str]:
+    """Why resolving `ticket` now may be early: its node still drains or runs jobs."""
+    node = ticket.node
+    if node is None:
+        return []
+    reasons = []
+    if node.slurm_state == "draining":
+        reasons.append(f"{node.hostname} is still draining")
+    jobs = power_blockers([node]).get(node.hostname, [])
+    if jobs:
+        reasons.append(f"{node.hostname} runs {', '.join(jobs)}")
+    return reasons
 
 
 def request_resume_for_ticket(*, ticket: FaultTicket, nodes: list[Node], actor, note: str = "",
@@ -137,9 +210,9 @@ def request_resume_for_ticket(*, ticket: FaultTicket, nodes: list[Node], actor, 
 
 
 def _record(ticket: FaultTicket, action: Action, actor, label: str) -> None:
+    authenticated = getattr(actor, "is_authenticated", False)
     if not ticket.actions.filter(pk=action.pk).exists():
         ticket.actions.add(action)
-    authenticated = getattr(actor, "is_authenticated", False)
     who = actor.get_username() if authenticated else "policy"
     add_timeline_entry(ticket, TimelineKind.AUTOMATIC if not authenticated else TimelineKind.NOTE,
                        f"{label}: Action #{action.pk} queued by {who}, reason \"{action.reason}\".",
@@ -150,3 +223,41 @@ def _record(ticket: FaultTicket, action: Action, actor, label: str) -> None:
             acknowledged_at=timezone.now(), responder=actor
         )
     publish_ticket_event(ticket, "fault.updated")
+
+
+def _touched(action: Action) -> tuple[list[str], str, list[str]]:
+    """The nodes, the switch and its ports an Action's parameters name."""
+    parameters = action.parameters or {}
+    nodes = list(parameters.get("nodes") or [])
+    if isinstance(parameters.get("node"), str):
+        nodes.append(parameters["node"])
+    switch = parameters.get("switch") if isinstance(parameters.get("switch"), str) else ""
+    ports = list(parameters.get("ports") or []) if switch else []
+    return [name for name in nodes if isinstance(name, str)], switch, ports
+
+
+def link_action_to_open_tickets(action: Action) -> None:
+    """Link a just-queued Action to the open tickets of the nodes and ports it acts on, with a
+    timeline entry: a drain from the node page is part of the ticket's story too."""
+    nodes, switch, ports = _touched(action)
+    if not nodes and not ports:
+        return
+    tickets = FaultTicket.objects.filter(status__in=OPEN_STATUSES)
+    wanted = FaultTicket.objects.none()
+    if nodes:
+        wanted = wanted | tickets.filter(node__hostname__in=nodes)
+    if ports:
+        wanted = wanted | tickets.filter(port__switch__hostname=switch, port__name__in=ports)
+    requester = action.requested_by
+    who = requester.get_username() if requester is not None else "the portal"
+    for ticket in wanted.distinct().order_by("pk"):
+        if action.reason.startswith(f"{ticket.reference}:"):
+            continue  # the ticket's own step (policy, recovery): it records that itself
+        ticket.actions.add(action)
+        add_timeline_entry(
+            ticket, TimelineKind.LINKED,
+            f"{action.kind} {action.target}: Action #{action.pk} queued by {who}, "
+            f"reason \"{action.reason}\".",
+            author=requester, action=action,
+        )
+        publish_ticket_event(ticket, "fault.updated")

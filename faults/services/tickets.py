@@ -18,6 +18,8 @@ from faults.models import (
     TimelineKind,
 )
 from faults.services.deduplication import open_ticket_by_fingerprint
+from faults.selectors import recovery_evidence
+from faults.services.recovery import resolve_blockers
 from faults.services.timeline import MAX_NOTE_LENGTH, add_timeline_entry, publish_ticket_event
 from faults.workflow import OPEN_STATUSES, Status, allowed_targets, is_reopenable, reopen_window
 from portal.errors import Conflict, InvalidInput
@@ -36,10 +38,15 @@ def transition_ticket(
     rma_part: str | None = None,
     rma_case_number: str | None = None,
     rma_expected_at: date | None = None,
+    confirm: bool = False,
     via: str = "api",
 ) -> FaultTicket:
     """Move a ticket along the workflow (faults/workflow.py); refused with 409 naming the allowed
-    targets. Entering a state stamps its time and records a FaultTransition row."""
+    targets. Entering a state stamps its time and records a FaultTransition row.
+
+    Resolving while the ticket's node still drains or runs jobs needs `confirm` (409 naming it):
+    a fix is rarely done while the node still works. Verifying clears the suspect-GPU flag: the
+    check that the fix held is what the flag waited for."""
     if to_status not in Status.values:
         raise InvalidInput({"to_status": [f"Unknown status {to_status!r}."]})
     note = (note or "").strip()
@@ -58,6 +65,20 @@ def transition_ticket(
                                f"go to {Status(to_status).label}. Allowed: {names}."]},
                 allowed=list(allowed),
             )
+        if to_status == Status.RESOLVED and not confirm:
+            early = resolve_blockers(ticket)
+            if early:
+                raise Conflict({"confirm": [
+                    f"{'; '.join(early)}: resolve {ticket.reference} anyway? Repeat with "
+                    "confirm to do it."
+                ]})
+        evidence = None
+        if to_status == Status.RESOLVED and not recovery_method:
+            # What was done for the ticket says how it was fixed; a person says it only when
+            # nothing done through the portal does.
+            evidence = recovery_evidence(ticket)
+            if evidence is not None:
+                recovery_method = evidence.method
         before = snapshot(ticket)
         changed = _apply_transition_fields(
             ticket, to_status, category=category, subtype=subtype,
@@ -81,6 +102,9 @@ def transition_ticket(
         if stamp and (getattr(ticket, stamp) is None or to_status == Status.RESOLVED):
             setattr(ticket, stamp, now)
             changed.append(stamp)
+        if to_status == Status.VERIFIED and ticket.gpu_suspect:
+            ticket.gpu_suspect = False
+            changed.append("gpu_suspect")
         if ticket.acknowledged_at is None:
             ticket.acknowledged_at = now  # acting on a ticket acknowledges it
             changed.append("acknowledged_at")
@@ -96,7 +120,9 @@ def transition_ticket(
         add_timeline_entry(
             ticket,
             TimelineKind.TRANSITION,
-            f"{from_status} → {to_status} by {who}" + (f": {note}" if note else ""),
+            f"{from_status} → {to_status} by {who}" + (f": {note}" if note else "")
+            + (f" (recovery: {ticket.get_recovery_method_display()}, from {evidence.source})"
+               if evidence is not None else ""),
             author=actor,
             at=now,
         )

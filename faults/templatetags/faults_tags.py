@@ -24,6 +24,17 @@ def node_fault_panel(context, node) -> dict:
     }
 
 
+@register.simple_tag(takes_context=True)
+def node_event_form(context, node):
+    """The node page's "report an event" form, for those who respond to faults (else None)."""
+    from faults.forms import NodeEventForm
+
+    request = context.get("request")
+    if node is None or not may(getattr(request, "user", None), "respond_to_faults"):
+        return None
+    return NodeEventForm(node=node, auto_id=f"node-event-{node.pk}-%s")
+
+
 @register.filter
 def duration_text(value) -> str:
     """A timedelta as people say it: "8 d 3 h", "5 h 20 min", "12 min"."""

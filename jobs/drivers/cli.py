@@ -12,6 +12,7 @@ Every command is an argv list run without a shell, with a timeout, SLURM_CONF fr
 TZ=UTC (sacct prints local times without a zone). Quirks of Slurm 22.05 handled here (measured,
 see SLURM-NOTES.md):
 - an update naming an unknown node still changes the known ones, so names are checked first
+  (a node slurmctld confirmed within SLURM_KNOWN_NODE_SECONDS is not asked about again)
   and an unknown name rejects the whole request before anything changes;
 - RESUME exits 1 with "Invalid node state specified" when some named node was not drained (or
   has no slurmd) although the drains were cleared: success when no named node is still drained;
@@ -117,6 +118,8 @@ class ScontrolDriver(SlurmDriver):
         self.bin_dir = settings.SLURM_BIN_DIR if bin_dir is None else bin_dir
         self.conf = settings.SLURM_CONF if conf is None else conf
         self.timeout = float(settings.SLURM_COMMAND_TIMEOUT if timeout is None else timeout)
+        # Node names slurmctld confirmed, with the monotonic time it last did (see _require_known).
+        self._confirmed_at: dict[str, float] = {}
 
     # --- reads --------------------------------------------------------------------------------
 
@@ -128,7 +131,9 @@ class ScontrolDriver(SlurmDriver):
 
     def nodes(self, names: Sequence[str] | None = None) -> list[SlurmNodeState]:
         wanted = None if names is None else checked_node_names(names, allow_empty=True)
-        return select_nodes(parse_nodes(self._json("sinfo", "--json")), wanted)
+        every_node = parse_nodes(self._json("sinfo", "--json"))
+        self._confirm([node.name for node in every_node])
+        return select_nodes(every_node, wanted)
 
     def jobs(self) -> list[SlurmJob]:
         return parse_jobs(self._json("squeue", "--json"))
@@ -165,7 +170,7 @@ class ScontrolDriver(SlurmDriver):
     def drain(self, names: Sequence[str], reason: str) -> None:
         hostlist = compress_hostlist(checked_node_names(names))
         reason = checked_reason(reason)
-        self._node_flags(hostlist)  # rejects unknown names before anything changes
+        self._require_known(names, hostlist)  # rejects unknown names before anything changes
         # scontrol strips one '"' from each end of the value: wrap it so it arrives verbatim.
         result = self._run(
             "scontrol", "update", f"NodeName={hostlist}", "State=DRAIN", f'Reason="{reason}"'
@@ -175,7 +180,7 @@ class ScontrolDriver(SlurmDriver):
 
     def resume(self, names: Sequence[str]) -> None:
         hostlist = compress_hostlist(checked_node_names(names))
-        self._node_flags(hostlist)
+        self._require_known(names, hostlist)
         result = self._run("scontrol", "update", f"NodeName={hostlist}", "State=RESUME")
         if result.returncode == 0:
             return
@@ -273,6 +278,22 @@ class ScontrolDriver(SlurmDriver):
 
     # --- internals ----------------------------------------------------------------------------
 
+    def _confirm(self, names: Sequence[str]) -> None:
+        now = time.monotonic()
+        self._confirmed_at.update((name, now) for name in names)
+
+    def _require_known(self, names: Sequence[str], hostlist: str) -> None:
+        """Refuse, before anything changes, a request naming a node slurmctld does not know
+        (an update naming one still changes the others). A node confirmed within
+        SLURM_KNOWN_NODE_SECONDS (by this check or a node sync) is not asked about again: the
+        check doubled the commands of every drain, and slurmctld forgets a node only when it is
+        reconfigured without it."""
+        now = time.monotonic()
+        window = float(settings.SLURM_KNOWN_NODE_SECONDS)
+        if all(now - self._confirmed_at.get(name, -math.inf) < window for name in names):
+            return
+        self._node_flags(hostlist)
+
     def _node_flags(self, hostlist: str) -> dict[str, set[str]]:
         """{name: state words} of the named nodes; SlurmRejected names those Slurm lacks."""
         result = self._run("scontrol", "-o", "show", "node", hostlist)
@@ -288,6 +309,7 @@ class ScontrolDriver(SlurmDriver):
             if name and state:
                 words = state.group(1).split("+")
                 flags[name.group(1)] = {word.rstrip("*~#!%$@^-") for word in words}
+        self._confirm(list(flags))
         if unknown:
             raise SlurmRejected(
                 f"Slurm does not know node(s) {compress_hostlist(unknown)} "

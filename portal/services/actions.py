@@ -42,6 +42,25 @@ RUN_ACTION_TASK = "portal.tasks.run_action"
 # A message may arrive a little before `not_before` when clocks differ between hosts.
 EARLY_DELIVERY_TOLERANCE = timedelta(seconds=1)
 MAX_ERROR_LENGTH = 4000
+# Called with each new Action inside the transaction that queued it: the apps above the portal
+# follow what is done to what they watch (faults links a drain to the node's open ticket).
+_queued_listeners: list = []
+
+
+def register_action_queued_listener(listener) -> None:
+    """`listener(action)` runs for each new Action, in a savepoint of the queuing transaction; a
+    listener that fails is logged and never stops the Action."""
+    if listener not in _queued_listeners:
+        _queued_listeners.append(listener)
+
+
+def _tell_queued_listeners(action: Action) -> None:
+    for listener in list(_queued_listeners):
+        try:
+            with transaction.atomic():
+                listener(action)
+        except Exception:
+            logger.exception("Action listener %r failed on Action %s", listener, action.pk)
 
 
 def enqueue_action(
@@ -105,6 +124,7 @@ def enqueue_action(
             note=f"requested: {reason}",
             via=via,
         )
+        _tell_queued_listeners(action)
         if settings.CELERY_TASK_ALWAYS_EAGER:
             # In-process tasks (the embedded default) run to the end inside the send: "queued"
             # must be published before it, or browsers hear queued after succeeded and keep it.

@@ -51,6 +51,11 @@ class Observation3Serializer(TelemetryStatusSerializer):
     threshold_percent = serializers.FloatField()
     jobs = serializers.IntegerField(allow_null=True, help_text="Finished GPU jobs in the period")
     jobs_with_telemetry = serializers.IntegerField(allow_null=True)
+    jobs_not_summarised = serializers.IntegerField(
+        allow_null=True,
+        help_text="Finished GPU jobs whose utilisation the worker has not asked Prometheus for "
+                  "yet: counted in `jobs`, not in `jobs_with_telemetry`",
+    )
     rows = Observation3BucketSerializer(many=True)
 
 

@@ -270,3 +270,18 @@ def test_repair_cases_follow_the_tickets_permissions(ticket, api_as, role, read,
     open_gpu_case(ticket, None)
     assert client.get(CASES).status_code == read
     assert post_json(client, CASES, {}).status_code == write
+
+
+def test_a_ticket_whose_case_installed_a_part_resolves_as_part_replaced(ticket, oncall):
+    from faults.models import RecoveryMethod
+    from faults.services.tickets import transition_ticket
+
+    case = open_gpu_case(ticket, oncall)
+    repairs.transition_repair_case(case=case, to_status="waiting_for_part", actor=oncall)
+    case = repairs.transition_repair_case(case=case, to_status="part_received", actor=oncall)
+    repairs.install_repair_part(case=case, part=case.parts.get(), serial_in="1654300000777",
+                                actor=oncall)
+    transition_ticket(ticket=ticket, to_status="triaged", actor=oncall, category="gpu")
+    resolved = transition_ticket(ticket=ticket, to_status="resolved", actor=oncall)
+    assert resolved.recovery_method == RecoveryMethod.PART_REPLACED
+    assert f"from {case.reference}: part installed" in resolved.timeline.last().text

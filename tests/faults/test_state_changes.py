@@ -226,12 +226,18 @@ def test_the_ticket_api_and_page_offer_recovery_in_one_click_and_keep_tenant_dat
     oncall = api_as(Role.ONCALL)
     body = oncall.get(url).json()
     assert body["impact"]["jobs"][0]["job_id"] == "1098"
-    assert body["recovery_steps"] == [{"step": "resume", "label": "Resume gpu002"}]
+    # The node is still down and the fault critical: resuming it needs confirming.
+    (resume_step,) = body["recovery_steps"]
+    assert (resume_step["step"], resume_step["label"]) == ("resume", "Resume gpu002")
+    assert "critical" in resume_step["confirmation"]
     viewer = api_as(Role.VIEWER).get(url).json()
     assert viewer["impact"]["jobs"] == [] and viewer["impact"]["tenants"] == []
     assert viewer["recovery_steps"] == []
     assert "alice" not in str(viewer["impact"])
-    response = oncall.post(f"{url}recovery/", {"step": "resume"}, format="json")
+    unconfirmed = oncall.post(f"{url}recovery/", {"step": "resume"}, format="json")
+    assert unconfirmed.status_code == 409 and "confirm" in unconfirmed.json()
+    assert not Action.objects.filter(kind="slurm.resume").exists()
+    response = oncall.post(f"{url}recovery/", {"step": "resume", "confirm": True}, format="json")
     assert response.status_code == 202
     action = Action.objects.get(pk=response.json()["id"])
     assert action.kind == "slurm.resume" and action.reason.startswith(ticket.reference)

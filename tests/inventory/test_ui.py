@@ -73,7 +73,8 @@ def test_every_page_renders_for_operators_and_viewers(sakuraone, browser_as, rol
         assert 'method="post"' not in body
     else:
         assert set(re.findall(r'<form method="post" action="([^"]+)"', body)) <= {
-            "/jobs/nodes/drain/", "/jobs/nodes/resume/", "/faults/report/"}
+            "/jobs/nodes/drain/", "/jobs/nodes/resume/", "/faults/report/",
+            "/faults/report/node/gpu001/"}
 
 
 def test_inventory_is_a_link_in_the_main_navigation(sakuraone, operator):

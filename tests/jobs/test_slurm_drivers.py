@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from jobs.drivers.base import SlurmRejected
 from jobs.drivers.cli import ScontrolDriver
 from jobs.drivers.slurmrestd import SlurmrestdDriver
 from tests.jobs import slurm_cluster
@@ -63,3 +64,50 @@ class TestSlurmrestdDriverContract(SlurmDriverReadContract):
             token=rest_token,
             timeout=IMPATIENT_TIMEOUT,
         )
+
+
+def _counting(driver: ScontrolDriver) -> list[tuple[str, ...]]:
+    """Record each command the driver runs (argv without the executable's directory)."""
+    commands: list[tuple[str, ...]] = []
+    run = driver._run
+
+    def recorded(program, *args):
+        commands.append((program, *args))
+        return run(program, *args)
+
+    driver._run = recorded
+    return commands
+
+
+def test_a_drain_of_nodes_slurm_just_confirmed_is_one_command(real_slurm, settings):
+    """Issue 28 item 4: the existence check before every update doubled a drain's commands; a
+    node slurmctld confirmed within SLURM_KNOWN_NODE_SECONDS is not asked about again, and an
+    unknown name is still refused before anything changes."""
+    from tests.jobs.slurm_fixtures import sinfo_state_and_reason
+
+    settings.SLURM_KNOWN_NODE_SECONDS = 60
+    driver = ScontrolDriver(conf=real_slurm.conf, timeout=30)
+    commands = _counting(driver)
+    node, other = real_slurm.node_names()[-1], real_slurm.node_names()[-2]
+    try:
+        driver.drain([node], "first drain checks the name")
+        assert [command[:3] for command in commands] == [
+            ("scontrol", "-o", "show"), ("scontrol", "update", f"NodeName={node}")]
+        commands.clear()
+        driver.resume([node])
+        driver.drain([node], "second drain is one command")
+        assert [command[1] for command in commands] == ["update", "update"]
+        assert sinfo_state_and_reason(real_slurm, node)[1] == "second drain is one command"
+
+        commands.clear()
+        with pytest.raises(SlurmRejected, match="does not know node"):
+            driver.drain([other, "gpu-not-in-slurm"], "refused as a whole")
+        assert [command[1] for command in commands] == ["-o"]  # checked; nothing updated
+        assert not sinfo_state_and_reason(real_slurm, other)[0].startswith("drain")
+
+        settings.SLURM_KNOWN_NODE_SECONDS = 0  # confirmed too long ago: asked again
+        commands.clear()
+        driver.resume([node])
+        assert [command[1] for command in commands][:1] == ["-o"]
+    finally:
+        ScontrolDriver(conf=real_slurm.conf, timeout=30).resume([node])

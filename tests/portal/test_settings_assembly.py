@@ -33,6 +33,7 @@ TASK_ROUTES = {
     "fabric.tasks.poll_fabric_counters": {"queue": "periodic"},
     "fabric.tasks.reconcile_fabric_lldp": {"queue": "periodic"},
     "fabric.tasks.check_running_jobs_rail_health": {"queue": "periodic"},
+    "telemetry.tasks.summarise_finished_jobs": {"queue": "periodic"},
 }
 
 READ_SETTINGS = (
