@@ -120,7 +120,8 @@ def value_problem(value: str, schema: dict) -> str | None:
     if "maxLength" in schema and len(value) > schema["maxLength"]:
         return f"Use at most {schema['maxLength']} characters."
     if "pattern" in schema and not re.search(schema["pattern"], value):
-        return f"Does not match the pattern {schema['pattern']}."
+        shown = value if len(value) <= 80 else f"{value[:80]}..."
+        return f"{shown!r} does not match the pattern {schema['pattern']}."
     return None
 
 
