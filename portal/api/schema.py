@@ -263,9 +263,12 @@ def _state_text_format(field, schema: dict) -> None:
         # DRF refuses ("A valid number is required."): at least one digit, on either side.
         whole = "" if field.max_digits is None else field.max_digits - (field.decimal_places or 0)
         places = "" if field.decimal_places is None else field.decimal_places
-        schema["pattern"] = (
-            rf"^-?(?:[0-9]{{1,{whole}}}(?:\.[0-9]{{0,{places}}})?|\.[0-9]{{1,{places}}})$"
-        )
+        if places == 0:
+            schema["pattern"] = rf"^-?[0-9]{{1,{whole}}}$"
+        else:
+            schema["pattern"] = (
+                rf"^-?(?:[0-9]{{1,{whole}}}(?:\.[0-9]{{0,{places}}})?|\.[0-9]{{1,{places}}})$"
+            )
         return
     if not isinstance(field, serializers.CharField) or schema.get("type") != "string":
         return
