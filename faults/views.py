@@ -153,7 +153,8 @@ class TicketDetailView(RoleRequiredMixin, TemplateView):
                 "category": transition.get("category", ticket.category),
                 "subtype": transition.get("subtype", ticket.subtype),
                 "recovery_method": transition.get(
-                    "recovery_method", ticket.recovery_method or (evidence.method if evidence else "")
+                    "recovery_method",
+                    ticket.recovery_method or (evidence.method if evidence else ""),
                 ),
                 "recovery_evidence": evidence,
                 "rma_part": transition.get("rma_part", ticket.rma_part),

@@ -17,8 +17,8 @@ from faults.models import (
     TimelineEntry,
     TimelineKind,
 )
-from faults.services.deduplication import open_ticket_by_fingerprint
 from faults.selectors import recovery_evidence
+from faults.services.deduplication import open_ticket_by_fingerprint
 from faults.services.recovery import resolve_blockers
 from faults.services.timeline import MAX_NOTE_LENGTH, add_timeline_entry, publish_ticket_event
 from faults.workflow import OPEN_STATUSES, Status, allowed_targets, is_reopenable, reopen_window

@@ -48,7 +48,11 @@
       clearTimeout(offlineTimer);
       setState("live");
       // After a gap we may have missed events: re-fetch the page once the subscription is back.
-      [resyncPending, everConnected] = [everConnected, true];
+      // So too on the first connection of a page that shows something about to change (an
+      // Action still queued or running, [data-live-resync-when-subscribed]): what changed
+      // between the page's rendering and its subscription was published to nobody.
+      const changing = document.querySelector("[data-live-resync-when-subscribed]") !== null;
+      [resyncPending, everConnected] = [everConnected || changing, true];
       send({ type: "subscribe", groups: [...groups] });
       pingTimer = setInterval(() => send({ type: "ping" }), PING_EVERY_MS);
     };
@@ -267,6 +271,9 @@
     });
     field("finished_at").forEach((n) => { n.textContent = formatTime(a.finished_at); });
     field("result").forEach((n) => { n.textContent = JSON.stringify(a.result ?? null, null, 2); });
+    const said = a.result && typeof a.result.progress === "string" ? a.result.progress : "";
+    field("progress").forEach((n) => { n.textContent = said; });
+    field("progress-row").forEach((n) => { n.hidden = !said; });
     field("last_error").forEach((n) => { n.textContent = String(a.last_error || ""); });
   }
 

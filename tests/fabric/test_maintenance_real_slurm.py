@@ -1,6 +1,7 @@
 """A leaf maintenance against the real slurmctld and the SONiC emulator over SSH, through a real
 Celery worker: with a job still running on a node behind the leaf, no port is shut until the job
 has ended; then the end starts exactly the ports it shut and resumes exactly the nodes it drained.
+The same story is then told in real headless Chromium, as an operator sees it (issue 26 item 7).
 
 Issue 26: the port-shutdown ran about a second after the drain Action, while gpu011 was still
 "draining" with job 1098 on it.
@@ -14,7 +15,8 @@ import time
 import pytest
 
 from fabric.models import Maintenance
-from portal.models import Action, ActionStatus
+from portal.models import Action, ActionStatus, Role
+from tests.conftest import ARTIFACTS, PortalServerProcess
 from tests.fabric.driver_contract import (
     CONTRACT_LEAF,
     CONTRACT_SPINE,
@@ -24,7 +26,7 @@ from tests.fabric.driver_contract import (
 )
 from tests.fabric.test_switch_actions import build_action_inventory, switch_url
 from tests.jobs.slurm_fixtures import sinfo_state_and_reason
-from tests.support import wait_for
+from tests.support import sign_in_page, wait_for
 
 pytest_plugins = ["tests.jobs.slurm_fixtures"]  # real_slurm
 pytestmark = [pytest.mark.slurm, pytest.mark.worker, pytest.mark.emulator,
@@ -146,3 +148,79 @@ def test_no_port_is_shut_while_a_job_runs_on_a_drained_node_and_the_end_undoes_e
         assert "drain" not in state and "drng" not in state, (name, state)
     maintenance.refresh_from_db()
     assert maintenance.status == "ended"
+
+
+@pytest.fixture
+def server(worker, settings):
+    process = PortalServerProcess(settings.DATABASES["default"]["NAME"])
+    process.extra_env = dict(worker.extra_env)
+    process.start()
+    yield process
+    process.stop()
+
+
+def shoot(page, name: str) -> None:
+    for width in (1280, 1920):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.screenshot(path=str(ARTIFACTS / f"maintenance-story-{name}-{width}.png"),
+                        full_page=True)
+
+
+@pytest.mark.browser
+def test_in_chromium_a_leaf_maintenance_waits_for_the_running_job_then_shuts_and_ends(
+    server, browser_page, make_user, emulator, inventory, cluster, operator_api
+):
+    shut = operator_api.post(switch_url(inventory.leaf, "ports/admin"),
+                             {"ports": ["Ethernet4"], "state": "down", "reason": "bad optic"},
+                             format="json")
+    wait_for(lambda: Action.objects.get(pk=shut.data["id"]).status == "succeeded", 30,
+             "Ethernet4 shut before the maintenance")
+    job = cluster.submit_job(nodes=["gpu001"], gpus_per_node=8, seconds=600,
+                             name="maintenance-test")
+    wait_for(lambda: cluster.job_state(job) == "RUNNING", 60, f"job {job} to run")
+
+    page = browser_page
+    sign_in_page(page, server.url, make_user(Role.OPERATOR))
+    page.goto(f"{server.url}/fabric/switches/{inventory.leaf.pk}/maintenance/")
+    assert "gpu[001-002]" in page.locator("[data-field=nodes]").inner_text()
+    page.check("input[name=mode][value=drain]")
+    page.fill("#reason", "swap PSU")
+    shoot(page, "1-confirm")
+    page.click("#confirm-form button[type=submit]")
+    page.wait_for_url("**/actions/*/", timeout=15_000)
+
+    # Live, without a reload: the drain went through and the maintenance waits for the job.
+    start = Action.objects.get(pk=int(page.url.rstrip("/").rsplit("/", 1)[1]))
+
+    def waiting():
+        start.refresh_from_db()
+        assert not start.is_terminal, (start.status, start.last_error, start.result)
+        return (start.result or {}).get("phase") == "waiting_for_jobs"
+
+    wait_for(waiting, 60, f"the maintenance to wait for the job: {start.result}")
+    progress = page.locator("[data-field=progress]", has_text="waiting for 1 job")
+    progress.wait_for(timeout=15_000)  # visible without a reload
+    assert job in progress.inner_text() and "gpu001" in progress.inner_text()
+    assert admin_status(emulator, "Ethernet0") == "up"  # nothing shut under the running job
+    shoot(page, "2-waiting")
+
+    cluster.cancel_jobs([job])
+    page.wait_for_selector("[data-field=status] .status-succeeded", timeout=90_000)
+    assert admin_status(emulator, "Ethernet0") == "down"
+    maintenance = Maintenance.objects.get()
+    assert maintenance.shut_ports == ["Ethernet0"]  # Ethernet4 was already down: not its own
+    shoot(page, "3-shut")
+
+    page.goto(f"{server.url}/fabric/switches/{inventory.leaf.pk}/maintenance/end/")
+    page.fill("#reason", "PSU swapped")
+    shoot(page, "4-end-confirm")
+    page.click("#confirm-form button[type=submit]")
+    page.wait_for_url("**/actions/*/", timeout=15_000)
+    end = Action.objects.get(pk=int(page.url.rstrip("/").rsplit("/", 1)[1]))
+    wait_for(lambda: Action.objects.get(pk=end.pk).is_terminal, 60, "the end of maintenance")
+    end.refresh_from_db()
+    assert end.status == "succeeded", (end.kind, end.last_error, end.result)
+    page.wait_for_selector("[data-field=status] .status-succeeded", timeout=15_000)
+    assert admin_status(emulator, "Ethernet0") == "up"
+    assert admin_status(emulator, "Ethernet4") == "down"  # not this maintenance's to start
+    shoot(page, "5-ended")
