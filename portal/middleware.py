@@ -85,32 +85,3 @@ class RequestBodyErrorsMiddleware:
         if limit is not None and length > limit:
             return too_big
         return None
-
-
-class QueryParametersAsDocumentedMiddleware:
-    """Every API request's query parameters are checked against the operation's schema before
-    its view runs (portal/api/query_parameters.py): one reader for filter sets, pagination and
-    views that read the query string themselves."""
-
-    def __init__(self, get_response):
-        self.get_response = get_response
-
-    def __call__(self, request):
-        return self.get_response(request)
-
-    def process_view(self, request, view_func, view_args, view_kwargs):
-        if not request.path_info.startswith("/api/") or not request.GET:
-            return None
-        from portal.api.query_parameters import (
-            documented_query_parameters,
-            refused_query_parameters,
-        )
-
-        parameters = documented_query_parameters(request.path_info, request.method)
-        if not parameters:
-            return None
-        errors = refused_query_parameters(request.GET, parameters)
-        if not errors:
-            return None
-        named = ", ".join(errors)
-        return JsonResponse({"detail": f"Bad query parameter(s): {named}.", **errors}, status=400)

@@ -185,3 +185,11 @@ def test_a_ticket_note_refuses_an_unknown_field(operator):
     )
     assert response.status_code == 400
     assert response.json() == {"colour": ["Unknown field."]}
+
+
+def test_credentials_and_role_are_checked_before_the_query(api_as):
+    from rest_framework.test import APIClient
+
+    assert APIClient().get("/api/inventory/gpus/?index=0.5").status_code == 401
+    tenant_admin = api_as(Role.TENANT_ADMIN)  # may not read the audit log
+    assert tenant_admin.get("/api/audit/?since=").status_code == 403

@@ -20,7 +20,6 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "axes.middleware.AxesMiddleware",
-    "portal.middleware.QueryParametersAsDocumentedMiddleware",
 ]
 PROXY_MIDDLEWARE = "portal.identity.remote.TrustedProxyRemoteUserMiddleware"
 
