@@ -8,6 +8,20 @@ from collections.abc import Iterable, Mapping
 
 NUL = "\x00"
 NUL_MESSAGE = "NUL characters (\\u0000) are not allowed."
+# The same rules as OpenAPI patterns (ECMA 262, which Python's re also reads): any text without
+# NUL, and text with something besides whitespace (DRF trims, then refuses a blank value).
+ANY_TEXT_PATTERN = r"^[^\u0000]*$"
+NOT_BLANK_TEXT_PATTERN = r"^[^\u0000]*[^\s\u0000][^\u0000]*$"
+# A reason Slurm, the Action log and the audit show on one line: after trimming, something
+# printable and no control character (no newline, tab or escape inside it).
+ONE_LINE_PATTERN = r"^\s*[^\u0000-\u001f\u007f]*[^\s\u0000-\u001f\u007f][^\u0000-\u001f\u007f]*\s*$"
+ONE_LINE_MESSAGE = "Use one line of printable text."
+
+
+def is_one_line(text: str) -> bool:
+    """Whether trimmed `text` is one line of printable text (ONE_LINE_PATTERN)."""
+    trimmed = text.strip()
+    return bool(trimmed) and not any(ord(c) < 32 or ord(c) == 127 for c in trimmed)
 
 
 def nul_character_field(value, path: str = "") -> str | None:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from console.search import search
+from console.search import MAX_QUERY_LENGTH, search
 
 
 class SearchHitSerializer(serializers.Serializer):
@@ -37,7 +36,11 @@ class SearchView(APIView):
     @extend_schema(
         summary="Search every kind of object the portal shows",
         parameters=[OpenApiParameter(
-            "q", OpenApiTypes.STR, required=True,
+            "q",
+            # Trimmed, at least two characters (so two besides spaces) and at most the limit.
+            {"type": "string", "maxLength": MAX_QUERY_LENGTH,
+             "pattern": r"^[^\u0000]*[^\s\u0000][^\u0000]*[^\s\u0000][^\u0000]*$"},
+            required=True,
             description="gpu011, gpu[001-004], 1098, FT-12, a serial, MAC, GPU UUID, "
                         "leaf-p1-r3, leaf-p1-r3:Ethernet8 or 10.0.0.5")],
         responses=SearchResultSerializer,

@@ -220,7 +220,11 @@ class MonitoredSwitchViewSet(SelectorQuerysetMixin, viewsets.ReadOnlyModelViewSe
         return self.get_paginated_response(serializer.data)
 
 
-HISTORY_HOURS = OpenApiParameter("hours", OpenApiTypes.FLOAT, description="How far back (max 24)")
+HISTORY_HOURS = OpenApiParameter(
+    "hours",
+    {"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": 24},
+    description="How far back: more than 0, at most 24 hours (default 24)",
+)
 
 
 @extend_schema_view(
@@ -263,7 +267,8 @@ class SwitchAggregateView(APIView):
 
     @extend_schema(summary="Per-switch throughput, PFC pause and ECN-marked rates, split into "
                            "host-facing and uplink ports",
-                   parameters=[OpenApiParameter("role", OpenApiTypes.STR)],
+                   parameters=[OpenApiParameter("role", OpenApiTypes.STR,
+                                                enum=list(Switch.Role.values))],
                    responses=SwitchAggregateSerializer(many=True))
     def get(self, request):
         role = request.query_params.get("role") or None

@@ -123,14 +123,14 @@ class TicketDetailSerializer(TicketSerializer):
                 for option in recovery_steps(ticket, user=self._user())]
 
 
-class RecoveryRequestSerializer(serializers.Serializer):
+class RecoveryRequestSerializer(StrictSerializer):
     step = serializers.ChoiceField(choices=list(RECOVERY_STEP_NAMES))
     confirm = serializers.BooleanField(
         default=False, help_text="take a step whose `confirmation` says why it needs asking"
     )
 
 
-class UserReportSerializer(serializers.Serializer):
+class UserReportSerializer(StrictSerializer):
     summary = serializers.CharField(max_length=300)
     node = serializers.CharField(required=False, allow_blank=True, help_text="hostname")
     gpu = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=7,
@@ -141,7 +141,7 @@ class UserReportSerializer(serializers.Serializer):
     detected_at = serializers.DateTimeField(required=False, allow_null=True)
 
 
-class TransitionRequestSerializer(serializers.Serializer):
+class TransitionRequestSerializer(StrictSerializer):
     to_status = serializers.ChoiceField(choices=Status.choices)
     note = serializers.CharField(required=False, allow_blank=True, max_length=5000)
     category = serializers.ChoiceField(choices=Category.choices, required=False)
@@ -155,11 +155,11 @@ class TransitionRequestSerializer(serializers.Serializer):
     )
 
 
-class NoteSerializer(serializers.Serializer):
+class NoteSerializer(StrictSerializer):
     text = serializers.CharField(max_length=5000)
 
 
-class ReopenSerializer(serializers.Serializer):
+class ReopenSerializer(StrictSerializer):
     note = serializers.CharField(required=False, allow_blank=True, max_length=5000)
 
 

@@ -145,6 +145,8 @@ def with_bulk_writes(viewset_class):
         (serializer_class,),
         {
             "id": serializers.IntegerField(help_text="The object to change"),
+            # Partial, yet each item must name its object (portal/api/schema.py states it).
+            "required_even_when_partial": ("id",),
             "Meta": type("Meta", (serializer_class.Meta,), {}),
         },
     )

@@ -32,7 +32,7 @@ from inventory.models import (
 )
 from inventory.selectors import nic_link, nodes_from_hostlist
 from inventory.services import nic_rail_errors
-from portal.api.serializers import StrictModelSerializer, StrictSerializer
+from portal.api.serializers import OneLineTextField, StrictModelSerializer, StrictSerializer
 from portal.models import Tenant
 
 MAC = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
@@ -244,7 +244,7 @@ class NodePowerRequestSerializer(StrictSerializer):
     operation = serializers.ChoiceField(
         choices=["on", "graceful_off", "force_off", "power_cycle", "bmc_reset"]
     )
-    reason = serializers.CharField(max_length=1000, help_text="Recorded on the Action and audit")
+    reason = OneLineTextField(max_length=1000, help_text="Recorded on the Action and audit")
     force = serializers.BooleanField(
         default=False, help_text="Power off or cycle even a node that runs jobs"
     )

@@ -367,6 +367,17 @@ class AllocationViewSet(InventoryViewSet):
         allocation_delete(allocation=instance, deleted_by=self.request.user)
 
 
+def _typed_query_options(query) -> dict:
+    """A YAML body's options from the query string, as the JSON body would carry them: the
+    query reader (portal/api/query_parameters.py) has already refused a malformed one."""
+    options = query.dict()
+    if "dry_run" in options:
+        options["dry_run"] = options["dry_run"] == "true"
+    if "scale" in options:
+        options["scale"] = int(options["scale"])
+    return options
+
+
 class TopologyImportView(APIView):
     """Import a topology spec (inventory/topology/SPEC.md): checked whole first, then written in
     one transaction; idempotent. Send JSON `{"spec": {...} or "<yaml text>", "scale", "dry_run"}`,
@@ -392,7 +403,7 @@ class TopologyImportView(APIView):
     def post(self, request):
         if request.content_type.split(";")[0].strip() in ("application/yaml", "text/yaml"):
             options = inventory_serializers.TopologyImportRequestSerializer(
-                data={"spec": request.data, **request.query_params.dict()}
+                data={**_typed_query_options(request.query_params), "spec": request.data}
             )
         else:
             if not isinstance(request.data, dict):
@@ -412,6 +423,13 @@ class TopologyImportView(APIView):
         return Response(report.as_dict())
 
 
+def _comma_separated_pattern(names) -> str:
+    """Any of `names`, comma-separated, spaces around each allowed (they are stripped); or
+    nothing, which means all."""
+    name = "(?:" + "|".join(names) + ")"
+    return rf"^(?:\s*{name}\s*(?:,\s*{name}\s*)*)?$"
+
+
 class TopologyValidationView(APIView):
     """Every violation of the fabric's rules in the whole fleet (rail, bisection, dangling,
     double-cabled, speeds, leaf-spine mesh, GPU affinity)."""
@@ -423,7 +441,7 @@ class TopologyValidationView(APIView):
         parameters=[
             OpenApiParameter(
                 "rule",
-                str,
+                {"type": "string", "pattern": _comma_separated_pattern(RULES)},
                 description=f"Only these rules, comma-separated: {', '.join(RULES)}",
             )
         ],

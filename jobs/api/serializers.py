@@ -9,7 +9,7 @@ from rest_framework import serializers
 from jobs.models import Job
 from jobs.selectors import job_hardware
 from jobs.services import MAX_REASON_LENGTH
-from portal.api.serializers import StrictSerializer
+from portal.api.serializers import OneLineTextField, StrictSerializer
 
 
 class NodeActionRequestSerializer(StrictSerializer):
@@ -19,7 +19,7 @@ class NodeActionRequestSerializer(StrictSerializer):
     node_ids = serializers.ListField(
         child=serializers.IntegerField(min_value=1), required=False, allow_empty=False
     )
-    reason = serializers.CharField(
+    reason = OneLineTextField(
         max_length=MAX_REASON_LENGTH, help_text="Shown in Slurm (sinfo -R) and recorded"
     )
     idempotency_key = serializers.CharField(required=False, max_length=128)

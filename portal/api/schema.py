@@ -25,12 +25,15 @@ from __future__ import annotations
 
 from django.core.exceptions import FieldDoesNotExist
 from django.db import models
+from django_filters import NumberFilter
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import ResolvedComponent
 from rest_framework import serializers
 
+from portal.api.rules_outside_the_schema import described_rules, rules_for
 from portal.api.serializers import RejectUnknownFieldsMixin
+from portal.text_input import ANY_TEXT_PATTERN, NOT_BLANK_TEXT_PATTERN
 
 ERROR_COMPONENT = {
     "type": "object",
@@ -66,6 +69,9 @@ ERROR_DESCRIPTIONS = {
     "429": "Too many requests; retry after the time in Retry-After",
 }
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+JSON_TYPES_BUT_NULL = ("object", "array", "string", "number", "boolean")
+# Ids and counts are 64-bit integers in PostgreSQL at most.
+INTEGER_RANGE = {"minimum": -(2**63), "maximum": 2**63 - 1}
 
 
 class HashedTokenScheme(OpenApiAuthenticationExtension):
@@ -96,7 +102,38 @@ class PortalAutoSchema(AutoSchema):
                 described = responses[status]
                 responses[status] = {**self._error_response(status), **described}
         operation["responses"] = dict(sorted(responses.items()))
+        self._state_query_parameter_formats(operation.get("parameters", []))
+        rules = rules_for(method, path)
+        if rules:
+            described = operation.get("description", "").strip()
+            operation["description"] = "\n\n".join(
+                part for part in (described, described_rules(rules)) if part
+            )
         return operation
+
+    def _state_query_parameter_formats(self, parameters: list[dict]) -> None:
+        """What portal/api/query_parameters.py holds a query parameter to: a NumberFilter takes
+        whole numbers (every one filters an integer column, though drf-spectacular calls those
+        read by a method `number`), and no text holds a NUL character."""
+        number_filters = self._number_filter_names()
+        for parameter in parameters:
+            if parameter.get("in") != "query":
+                continue
+            schema = parameter.get("schema", {})
+            if parameter["name"] in number_filters and schema.get("type") in ("number", "integer"):
+                parameter["schema"] = {**schema, "type": "integer", **INTEGER_RANGE}
+            elif schema.get("type") == "string" and not {"enum", "format", "pattern"} & set(schema):
+                schema["pattern"] = ANY_TEXT_PATTERN
+
+    def _number_filter_names(self) -> set[str]:
+        filterset_class = getattr(self.view, "filterset_class", None)
+        if filterset_class is None:
+            return set()
+        return {
+            name
+            for name, query_filter in filterset_class.base_filters.items()
+            if isinstance(query_filter, NumberFilter)
+        }
 
     def _error_statuses(self, operation: dict) -> list[str]:
         statuses = ["400"]
@@ -147,6 +184,15 @@ class PortalAutoSchema(AutoSchema):
         ):
             # "This list may not be empty.": a 400 the schema did not promise.
             schema["minItems"] = max(schema.get("minItems", 0), 1)
+        if direction == "request" and isinstance(schema, dict):
+            _state_text_format(field, schema)
+            # drf-spectacular says "any value" ({}) for JSON, null included; DRF refuses null.
+            if (
+                isinstance(field, serializers.JSONField)
+                and not field.allow_null
+                and not {"type", "anyOf", "oneOf", "$ref"} & set(schema)
+            ):
+                schema["anyOf"] = [{"type": kind} for kind in JSON_TYPES_BUT_NULL]
         if direction != "response" or not isinstance(schema, dict) or "$ref" in schema:
             return schema
         model_field = _model_field(field)
@@ -170,6 +216,10 @@ class PortalAutoSchema(AutoSchema):
         if direction == "request" and isinstance(serializer, RejectUnknownFieldsMixin):
             # Strict serializers refuse a field they do not have, naming it.
             schema["additionalProperties"] = False
+        always_required = getattr(serializer, "required_even_when_partial", ())
+        if direction == "request" and always_required:
+            # A bulk PATCH item is partial, but names the object it changes by its id.
+            schema["required"] = sorted({*schema.get("required", []), *always_required})
         return schema
 
     def _unwrap_list_serializer(self, serializer, direction):
@@ -202,6 +252,34 @@ def _model_field(field) -> models.Field | None:
     except FieldDoesNotExist:  # a property or an annotation
         return None
     return model_field if isinstance(model_field, models.Field) else None
+
+
+def _state_text_format(field, schema: dict) -> None:
+    """Plain text in a request refuses NUL characters (every parser does, PostgreSQL cannot
+    store them), and a required text that DRF trims refuses whitespace alone ("This field may
+    not be blank."); a field with its own pattern, format or choices already says more."""
+    if isinstance(field, serializers.DecimalField) and schema.get("format") == "decimal":
+        # drf-spectacular's pattern also matches "", "-" and "." (all digits optional), which
+        # DRF refuses ("A valid number is required."): at least one digit, on either side.
+        whole = "" if field.max_digits is None else field.max_digits - (field.decimal_places or 0)
+        places = "" if field.decimal_places is None else field.decimal_places
+        if places == 0:
+            schema["pattern"] = rf"^-?[0-9]{{1,{whole}}}$"
+        else:
+            schema["pattern"] = (
+                rf"^-?(?:[0-9]{{1,{whole}}}(?:\.[0-9]{{0,{places}}})?|\.[0-9]{{1,{places}}})$"
+            )
+        return
+    if not isinstance(field, serializers.CharField) or schema.get("type") != "string":
+        return
+    if {"enum", "format", "pattern"} & set(schema):
+        return
+    if getattr(field, "schema_pattern", None):
+        schema["pattern"] = field.schema_pattern
+    elif field.trim_whitespace and not field.allow_blank:
+        schema["pattern"] = NOT_BLANK_TEXT_PATTERN
+    else:
+        schema["pattern"] = ANY_TEXT_PATTERN
 
 
 def _or_blank(schema: dict) -> dict:

@@ -2,17 +2,31 @@
 
 from __future__ import annotations
 
+from django.http import QueryDict
 from rest_framework import serializers
 from rest_framework.utils import model_meta
 
 from portal.actions.canary import CANARY_MAX_HOLD_SECONDS
 from portal.models import Action, ActionAttempt, APIToken, AuditEntry, Tenant, User
+from portal.text_input import ONE_LINE_MESSAGE, ONE_LINE_PATTERN, is_one_line
 
 
 class RejectUnknownFieldsMixin:
-    """A typo in a field name is an error, not a silently ignored field."""
+    """A typo in a field name is an error, not a silently ignored field; and in a JSON body a
+    value of another JSON type than the schema states (`"3"` for an integer, `0` for text,
+    `false` for a number) is refused naming the field, as the schema promises, rather than
+    coerced the way DRF reads form data."""
 
     def to_internal_value(self, data):
+        if isinstance(data, dict) and not isinstance(data, QueryDict):
+            mistyped = {
+                name: [problem]
+                for name, value in data.items()
+                if name in self.fields
+                and (problem := json_type_problem(self.fields[name], value)) is not None
+            }
+            if mistyped:
+                raise serializers.ValidationError(mistyped)
         if isinstance(data, dict):
             writable = {name for name, field in self.fields.items() if not field.read_only}
             unknown = sorted(set(data) - writable)
@@ -24,6 +38,47 @@ class RejectUnknownFieldsMixin:
                 )
                 raise serializers.ValidationError(errors)
         return super().to_internal_value(data)
+
+
+def json_type_problem(field: serializers.Field, value) -> str | None:
+    """Why a JSON `value` is not of the type the schema states for `field`; None if it is
+    (or where the field reads any type: choices, dates, decimals, relations)."""
+    if value is None or field.read_only:
+        return None  # null is the field's own rule (allow_null)
+    if isinstance(field, serializers.BooleanField):
+        return None if isinstance(value, bool) else "Use true or false."
+    if isinstance(field, serializers.IntegerField):
+        return None if type(value) is int else "Use a whole number (a JSON number)."
+    if isinstance(field, serializers.FloatField):
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return None
+        return "Use a number (a JSON number)."
+    if isinstance(field, serializers.ListField) and isinstance(value, list):
+        for item in value:
+            problem = json_type_problem(field.child, item)
+            if problem is not None:
+                return problem
+        return None
+    if isinstance(field, serializers.CharField) and not isinstance(value, str):
+        return "Use text (a JSON string)."
+    return None
+
+
+class OneLineTextField(serializers.CharField):
+    """A reason or label shown on one line (Slurm's sinfo -R, the Action log, the audit): the
+    services refuse a control character inside it; the schema states it as a pattern."""
+
+    schema_pattern = ONE_LINE_PATTERN
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("max_length", 1000)
+        super().__init__(**kwargs)
+        self.validators.append(_one_line)
+
+
+def _one_line(value: str) -> None:
+    if value and not is_one_line(value):
+        raise serializers.ValidationError(ONE_LINE_MESSAGE)
 
 
 class StrictSerializer(RejectUnknownFieldsMixin, serializers.Serializer):

@@ -180,7 +180,7 @@ def test_malformed_json_is_a_400_and_writes_nothing(sakuraone, operator_api):
     ("payload", "field", "words"),
     [
         ({"hostname": "gpu999", "colour": "red"}, "colour", "Unknown field"),
-        ({"hostname": "gpu999", "memory_gb": "lots"}, "memory_gb", "valid integer"),
+        ({"hostname": "gpu999", "memory_gb": "lots"}, "memory_gb", "whole number"),
         ({"hostname": "gpu999", "status": "sleeping"}, "status", "not a valid choice"),
         ({"hostname": "gpu999", "pod": 999999}, "pod", "does not exist"),
         ({"hostname": "gpu001"}, "hostname", "already exists"),

@@ -11,8 +11,10 @@ positive body, name a seeded object), and every built-in check runs on every res
 server error; status, content type, headers and body as documented; positive data accepted
 and negative data rejected; a missing required header refused; an undocumented method refused;
 the token enforced (each request is sent again without it); a deleted object gone
-(use-after-free) and a created one there (resource availability). KNOWN_GAPS lists, with the
-reason, where the API and the schema still disagree.
+(use-after-free) and a created one there (resource availability). A refusal of schema-valid
+data passes only where the operation states the rule the schema cannot
+(RULES_OUTSIDE_THE_SCHEMA, also in the operation's description) and the 4xx names a field;
+KNOWN_GAPS lists, with the reason, where schemathesis itself gets it wrong.
 
 Bounded for a two-core machine: fuzzing draws MAX_EXAMPLES per operation; the coverage phase
 runs once per serializer (POST and PATCH; PUT and the bulk writes, which validate through the
@@ -55,8 +57,10 @@ from schemathesis.config._checks import (
     NEGATIVE_DATA_REJECTION_EXPECTED_STATUSES,
     POSITIVE_DATA_ACCEPTANCE_EXPECTED_STATUSES,
 )
+from schemathesis.core import NotSet
 from schemathesis.core.failures import FailureGroup
 
+from portal.api.rules_outside_the_schema import RULES_OUTSIDE_THE_SCHEMA
 from portal.models import Role, Tenant
 from portal.services.accounts import api_token_create, user_create
 from portal.throttling import AddressRateThrottle
@@ -78,133 +82,30 @@ load_all_checks()
 # missing required headers, unsupported methods, ignored auth, use-after-free and resource
 # availability (these two in the workflows, where a DELETE and a later GET meet).
 EVERY_CHECK = sorted(CHECKS.get_all_names())
-# Where the API still refuses data the schema calls valid (ST202) or takes data it calls
-# invalid (ST201), by operation and failure code, and why. Most are rules across fields or
-# against the database that OpenAPI cannot state (exactly one of nodes, hostlist, pod or rack;
-# an end after the start; a hostname in the inventory); they are documented in the operation's
-# description instead. A failure outside this table fails the test; the artifact counts those
-# tolerated here separately.
-# Each entry gives the main reason the run of 2026-11-26 saw; an operation may show others.
-NO_SUCH_OBJECT = "names an object (a key, hostname, port or rule) that does not exist"
-ACROSS_FIELDS = "a rule across fields (exactly one of a or b; an end after the start)"
-STATE_RULE = "a rule on the object's state or the database's (unique together, immutable)"
-TEXT_FORMAT = "a text format, enum or range the parameter's schema does not state yet"
-NUL_REFUSED = "a NUL character in any text is refused (PostgreSQL cannot store it)"
-BULK_ITEM_ID = "a bulk PATCH item needs its id; the partial item schema makes it optional"
-NULLABLE_NOT_NULL = "the schema offers null where the serializer refuses it"
-LENIENT_PARSING = (
-    "a filter or field takes what its schema calls invalid (0.5 for an integer filter, an "
-    "empty date, a parameter twice, a number as text)"
+# A schema-valid request refused (ST202) is tolerated only for an operation that states the rule
+# it broke: portal/api/rules_outside_the_schema.py lists, per operation, each rule OpenAPI cannot
+# state (a name that must exist, exactly one of a or b, an end after the start, unique together,
+# a step the state allows), and the schema's description of the operation says each
+# (test_rules_outside_the_schema_are_in_the_description). Even then only a 4xx whose body names
+# a field passes (refused_naming_a_field). Everything else the schema can state is in it.
+# KNOWN_GAPS lists where schemathesis itself is wrong, by operation and failure code, and why.
+# A failure outside both fails the test; the artifact counts those tolerated apart.
+NO_BODY_IS_VALID = (
+    "schemathesis's negative phase sends no body to an operation whose body is optional and "
+    "reports the answer as 'Invalid component: positive test case': the request was valid"
 )
-KNOWN_GAPS: dict[tuple[str, str], str] = {
-    ("GET /api/actions/", "ST202"): NO_SUCH_OBJECT,
-    ("GET /api/fabric/switches/{id}/blast-radius/", "ST202"): NO_SUCH_OBJECT,
-    ("GET /api/inventory/nodes/", "ST202"): NO_SUCH_OBJECT,
-    ("GET /api/inventory/validation", "ST202"): NO_SUCH_OBJECT,
-    ("GET /api/jobs/jobs/", "ST202"): NO_SUCH_OBJECT,
-    ("POST /api/faults/events/", "ST202"): NO_SUCH_OBJECT,
-    ("POST /api/inventory/allocations/", "ST202"): NO_SUCH_OBJECT,
-    ("POST /api/inventory/gpus/", "ST202"): NO_SUCH_OBJECT,
-    ("POST /api/inventory/nics/", "ST202"): NO_SUCH_OBJECT,
-    ("POST /api/inventory/ports/", "ST202"): NO_SUCH_OBJECT,
-    ("POST /api/inventory/racks/", "ST202"): NO_SUCH_OBJECT,
-    ("GET /api/jobs/analytics/", "ST202"): ACROSS_FIELDS,
-    ("GET /api/telemetry/observation3/", "ST202"): ACROSS_FIELDS,
-    ("PATCH /api/inventory/allocations/{id}/", "ST202"): ACROSS_FIELDS,
-    ("POST /api/fabric/switches/{id}/ports/admin/", "ST202"): ACROSS_FIELDS,
-    ("POST /api/faults/tickets/", "ST202"): ACROSS_FIELDS,
-    ("POST /api/inventory/allocations/bulk/", "ST202"): ACROSS_FIELDS,
-    ("POST /api/inventory/cables/", "ST202"): ACROSS_FIELDS,
-    ("POST /api/inventory/nics/bulk/", "ST202"): ACROSS_FIELDS,
-    ("POST /api/jobs/nodes/drain/", "ST202"): ACROSS_FIELDS,
-    ("POST /api/jobs/nodes/resume/", "ST202"): ACROSS_FIELDS,
-    ("PUT /api/inventory/switches/{id}/", "ST202"): ACROSS_FIELDS,
-    ("PATCH /api/inventory/gpus/{id}/", "ST202"): STATE_RULE,
-    ("PATCH /api/inventory/nodes/{id}/", "ST202"): STATE_RULE,
-    ("POST /api/fabric/pods/{id}/qos/", "ST202"): STATE_RULE,
-    ("POST /api/fabric/switches/{id}/ecn-counters/", "ST202"): STATE_RULE,
-    ("POST /api/fabric/switches/{id}/maintenance/", "ST202"): STATE_RULE,
-    ("POST /api/faults/tickets/{id}/recovery/", "ST202"): STATE_RULE,
-    ("POST /api/inventory/gpus/bulk/", "ST202"): STATE_RULE,
-    ("POST /api/tokens/", "ST202"): STATE_RULE,
-    ("PUT /api/inventory/allocations/{id}/", "ST202"): STATE_RULE,
-    ("PUT /api/inventory/cables/{id}/", "ST202"): STATE_RULE,
-    ("PUT /api/inventory/gpus/{id}/", "ST202"): STATE_RULE,
-    ("PUT /api/inventory/ports/{id}/", "ST202"): STATE_RULE,
-    ("GET /api/fabric/aggregates/switches/", "ST202"): TEXT_FORMAT,
-    ("GET /api/fabric/ports/{id}/history/", "ST202"): TEXT_FORMAT,
-    ("GET /api/fabric/rail-health/", "ST202"): TEXT_FORMAT,
-    ("GET /api/impact/", "ST202"): TEXT_FORMAT,
-    ("GET /api/inventory/cables/", "ST202"): TEXT_FORMAT,
-    ("GET /api/inventory/gpus/", "ST202"): TEXT_FORMAT,
-    ("GET /api/inventory/nics/", "ST202"): TEXT_FORMAT,
-    ("GET /api/inventory/switches/", "ST202"): TEXT_FORMAT,
-    ("GET /api/search/", "ST202"): TEXT_FORMAT,
-    ("POST /api/faults/alertmanager/", "ST202"): TEXT_FORMAT,
-    ("POST /api/inventory/switches/", "ST202"): TEXT_FORMAT,
-    ("PUT /api/inventory/pods/{id}/", "ST202"): TEXT_FORMAT,
-    ("PUT /api/inventory/racks/{id}/", "ST202"): TEXT_FORMAT,
-    ("GET /api/faults/tickets/", "ST202"): NUL_REFUSED,
-    ("PATCH /api/inventory/nics/{id}/", "ST202"): NUL_REFUSED,
-    ("POST /api/fabric/switches/{id}/qos/", "ST202"): NUL_REFUSED,
-    ("POST /api/fabric/switches/{id}/save/", "ST202"): NUL_REFUSED,
-    ("POST /api/faults/tickets/{id}/notes/", "ST202"): NUL_REFUSED,
-    ("POST /api/faults/tickets/{id}/transition/", "ST202"): NUL_REFUSED,
-    ("POST /api/inventory/cables/bulk/", "ST202"): NUL_REFUSED,
-    ("POST /api/inventory/nodes/bulk/", "ST202"): NUL_REFUSED,
-    ("POST /api/inventory/ports/bulk/", "ST202"): NUL_REFUSED,
-    ("POST /api/inventory/racks/bulk/", "ST202"): NUL_REFUSED,
-    ("POST /api/inventory/switches/bulk/", "ST202"): NUL_REFUSED,
-    ("PUT /api/inventory/nics/{id}/", "ST202"): NUL_REFUSED,
-    ("PATCH /api/inventory/allocations/bulk/", "ST202"): BULK_ITEM_ID,
-    ("PATCH /api/inventory/cables/bulk/", "ST202"): BULK_ITEM_ID,
-    ("PATCH /api/inventory/gpus/bulk/", "ST202"): BULK_ITEM_ID,
-    ("PATCH /api/inventory/nics/bulk/", "ST202"): BULK_ITEM_ID,
-    ("PATCH /api/inventory/nodes/bulk/", "ST202"): BULK_ITEM_ID,
-    ("PATCH /api/inventory/pods/bulk/", "ST202"): BULK_ITEM_ID,
-    ("PATCH /api/inventory/ports/bulk/", "ST202"): BULK_ITEM_ID,
-    ("PATCH /api/inventory/racks/bulk/", "ST202"): BULK_ITEM_ID,
-    ("PATCH /api/inventory/switches/bulk/", "ST202"): BULK_ITEM_ID,
-    ("POST /api/inventory/nodes/", "ST202"): NULLABLE_NOT_NULL,
-    ("POST /api/inventory/topology/import", "ST202"): NULLABLE_NOT_NULL,
-    # Seen once repairs, the BMC fields and the maintenance landed beside the contract's run.
-    ("POST /api/faults/repair-cases/", "ST202"): NO_SUCH_OBJECT,
-    ("POST /api/faults/repair-cases/{id}/install/", "ST202"): NO_SUCH_OBJECT,
-    ("POST /api/faults/repair-cases/{id}/parts/", "ST202"): STATE_RULE,
-    ("POST /api/faults/repair-cases/{id}/transition/", "ST202"): STATE_RULE,
-    ("POST /api/faults/tickets/{id}/reopen/", "ST202"): NUL_REFUSED,
-    ("PUT /api/inventory/nodes/{id}/", "ST202"): TEXT_FORMAT,
-    ("PATCH /api/inventory/ports/{id}/", "ST202"): STATE_RULE,
-    # An Action's reason is one line of printable text (portal/text_input.py); not a pattern yet.
-    ("POST /api/inventory/nodes/{id}/power/", "ST202"): TEXT_FORMAT,
-    # A name of whitespace only: DRF trims it, then finds it blank.
-    ("POST /api/inventory/pods/bulk/", "ST202"): TEXT_FORMAT,
-    ("GET /api/actions/", "ST201"): LENIENT_PARSING,
-    ("GET /api/audit/", "ST201"): LENIENT_PARSING,
-    ("GET /api/fabric/switches/", "ST201"): LENIENT_PARSING,
-    ("GET /api/faults/intake/", "ST201"): LENIENT_PARSING,
-    ("GET /api/faults/statistics/", "ST201"): LENIENT_PARSING,
-    ("GET /api/inventory/allocations/", "ST201"): LENIENT_PARSING,
-    ("GET /api/inventory/gpus/", "ST201"): LENIENT_PARSING,
-    ("GET /api/inventory/nics/", "ST201"): LENIENT_PARSING,
-    ("GET /api/inventory/ports/", "ST201"): LENIENT_PARSING,
-    ("GET /api/inventory/switches/", "ST201"): LENIENT_PARSING,
-    ("GET /api/jobs/analytics/", "ST201"): LENIENT_PARSING,
-    ("GET /api/jobs/jobs/", "ST201"): LENIENT_PARSING,
-    ("GET /api/telemetry/observation3/", "ST201"): LENIENT_PARSING,
-    ("GET /api/tenants/", "ST201"): LENIENT_PARSING,
-    ("PATCH /api/inventory/cables/{id}/", "ST201"): LENIENT_PARSING,
-    ("PATCH /api/inventory/ports/{id}/", "ST201"): LENIENT_PARSING,
-    ("GET /api/faults/repair-cases/", "ST201"): LENIENT_PARSING,
-    ("PATCH /api/inventory/nodes/{id}/", "ST201"): LENIENT_PARSING,
-    ("PATCH /api/inventory/racks/{id}/", "ST201"): LENIENT_PARSING,
-    ("PATCH /api/inventory/switches/{id}/", "ST201"): LENIENT_PARSING,
-    ("POST /api/actions/canary/", "ST201"): LENIENT_PARSING,
-    ("POST /api/actions/{id}/cancel/", "ST201"): LENIENT_PARSING,
-    ("POST /api/inventory/pods/", "ST201"): LENIENT_PARSING,
-    ("POST /api/inventory/pods/bulk/", "ST201"): LENIENT_PARSING,
-    ("POST /api/inventory/racks/", "ST201"): LENIENT_PARSING,
-}
+
+
+def operations_with_an_optional_body(schema: dict) -> list[str]:
+    return [
+        f"{method.upper()} {path}"
+        for path, methods in schema["paths"].items()
+        for method, operation in methods.items()
+        if "requestBody" in operation and not operation["requestBody"].get("required")
+    ]
+
+
+KNOWN_GAPS: dict[tuple[str, str], str] = {}  # filled once the schema is generated, below
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 # Written to by no tenant admin (their tokens excepted): see the docstring.
 TENANT_ADMIN_WRITES = ("/api/tokens/",)
@@ -221,6 +122,9 @@ def generated_schema() -> dict:
 
 
 API_SCHEMA = generated_schema()
+KNOWN_GAPS.update(
+    {(label, "ST201"): NO_BODY_IS_VALID for label in operations_with_an_optional_body(API_SCHEMA)}
+)
 FUZZED_ONLY = {"phases": {"coverage": {"enabled": False}}}
 
 
@@ -477,7 +381,8 @@ class ContractRun:
         self.started = time.monotonic()
 
     def record(self, case, response, failures, *, workflow: bool = False) -> list:
-        """Records the example; returns its failures that KNOWN_GAPS does not list."""
+        """Records the example; returns its failures that neither a stated rule nor KNOWN_GAPS
+        explains."""
         self.examples += 1
         self.operations.add(case.operation.label)
         self.statuses[response.status_code] += 1
@@ -485,12 +390,20 @@ class ContractRun:
         self.phases[phase] += 1
         new = []
         for failure in failures:
+            by_rule = (
+                failure.code == "ST202"
+                and case.operation.label in RULES_OUTSIDE_THE_SCHEMA
+                and refused_naming_a_field(response)
+            )
             known = KNOWN_GAPS.get((case.operation.label, failure.code))
-            if known is None:
+            if known is NO_BODY_IS_VALID and not isinstance(case.body, NotSet):
+                known = None  # only the case schemathesis gets wrong: no body at all
+            if not by_rule and known is None:
                 new.append(failure)
             self.failures.append(
                 {
-                    "known_gap": known is not None,
+                    "stated_rule": by_rule,
+                    "known_gap": known is not None and not by_rule,
                     "operation": case.operation.label,
                     "phase": phase,
                     "code": failure.code,
@@ -509,12 +422,15 @@ class ContractRun:
         kinds = Counter(
             f"{failure['code']} {failure['kind']}"
             for failure in self.failures
-            if not failure["known_gap"]
+            if not failure["known_gap"] and not failure["stated_rule"]
         )
         known = Counter(
             f"{failure['code']} {failure['kind']}"
             for failure in self.failures
             if failure["known_gap"]
+        )
+        by_rule = Counter(
+            failure["operation"] for failure in self.failures if failure["stated_rule"]
         )
         return {
             "role": str(self.role),
@@ -529,8 +445,31 @@ class ContractRun:
             "phases": dict(self.phases),
             "failures_by_kind": dict(sorted(kinds.items())),
             "known_gaps_by_kind": dict(sorted(known.items())),
+            "refusals_by_stated_rule": sum(by_rule.values()),
+            "refusals_by_stated_rule_per_operation": dict(sorted(by_rule.items())),
             "failures": self.failures,
         }
+
+
+def refused_naming_a_field(response) -> bool:
+    """A 4xx whose JSON body names at least one field (`{"node": [...]}`), or, for a bulk
+    write, an item's field (`{"errors": [{"index": 0, "fields": {...}}]}`)."""
+    if not 400 <= response.status_code < 500:
+        return False
+    try:
+        body = json.loads(response.text)
+    except ValueError:
+        return False
+    if not isinstance(body, dict):
+        return False
+    errors = body.get("errors")
+    if isinstance(errors, list) and errors:
+        # A bulk write's items name their fields; a topology spec's errors their location.
+        return all(
+            isinstance(error, dict) and (error.get("fields") or "location" in error)
+            for error in errors
+        )
+    return any(name not in ("detail", "errors") for name in body)
 
 
 @dataclass
@@ -770,3 +709,16 @@ def test_served_schema_is_the_one_checked(contract_world):
     response = Client().get("/api/schema/?format=json", headers=contract_world.headers)
     assert response.status_code == 200
     assert json.loads(response.content) == API_SCHEMA
+
+
+def test_rules_outside_the_schema_are_in_the_description():
+    """Each stated rule is an operation of the schema, and its description says the rule."""
+    operations = {
+        f"{method.upper()} {path}": operation
+        for path, methods in API_SCHEMA["paths"].items()
+        for method, operation in methods.items()
+    }
+    assert set(RULES_OUTSIDE_THE_SCHEMA) <= set(operations)
+    for label, rules in RULES_OUTSIDE_THE_SCHEMA.items():
+        for rule in rules:
+            assert rule in operations[label]["description"], (label, rule)
