@@ -32,63 +32,21 @@ from jobs.drivers.validation import MAX_HOSTNAME_LENGTH
 from portal.errors import InvalidInput
 
 SACCT_FIELDS = (
-    "JobID",
-    "JobName",
-    "User",
-    "Account",
-    "Partition",
-    "State",
-    "ExitCode",
-    "Submit",
-    "Start",
-    "End",
-    "Elapsed",
-    "NodeList",
-    "AllocTRES",
-    "ReqTRES",
+    "JobID", "JobName", "User", "Account", "Partition", "State", "ExitCode",
+    "Submit", "Start", "End", "Elapsed", "NodeList", "AllocTRES", "ReqTRES",
 )
 SACCT_FORMAT = ",".join(SACCT_FIELDS)
 REQUIRED_FIELDS = (
-    "JobID",
-    "User",
-    "Account",
-    "State",
-    "Submit",
-    "Start",
-    "End",
-    "Elapsed",
-    "NodeList",
+    "JobID", "User", "Account", "State", "Submit", "Start", "End", "Elapsed", "NodeList",
     "AllocTRES",
 )
 # Every word job_state_string() returns in 22.05, base states then flags ("?" is not a state).
-SLURM_JOB_STATES = frozenset(
-    {
-        "PENDING",
-        "RUNNING",
-        "SUSPENDED",
-        "COMPLETED",
-        "CANCELLED",
-        "FAILED",
-        "TIMEOUT",
-        "NODE_FAIL",
-        "PREEMPTED",
-        "BOOT_FAIL",
-        "DEADLINE",
-        "OUT_OF_MEMORY",
-        "COMPLETING",
-        "STAGE_OUT",
-        "CONFIGURING",
-        "RESIZING",
-        "REQUEUED",
-        "REQUEUE_FED",
-        "REQUEUE_HOLD",
-        "SPECIAL_EXIT",
-        "STOPPED",
-        "REVOKED",
-        "RESV_DEL_HOLD",
-        "SIGNALING",
-    }
-)
+SLURM_JOB_STATES = frozenset({
+    "PENDING", "RUNNING", "SUSPENDED", "COMPLETED", "CANCELLED", "FAILED", "TIMEOUT",
+    "NODE_FAIL", "PREEMPTED", "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY",
+    "COMPLETING", "STAGE_OUT", "CONFIGURING", "RESIZING", "REQUEUED", "REQUEUE_FED",
+    "REQUEUE_HOLD", "SPECIAL_EXIT", "STOPPED", "REVOKED", "RESV_DEL_HOLD", "SIGNALING",
+})
 JOB_ID_MAX_LENGTH = 32  # Job.job_id
 # No node has more than 64 GPUs and no cluster 100,000 nodes: larger counts are typos.
 MAX_NODES_PER_JOB = 100_000
@@ -177,35 +135,29 @@ def check_times(submit, start, end, names=("Submit", "Start", "End")) -> None:
     """Submit <= Start <= End, where known: a swapped column shows here first."""
     submit_name, start_name, end_name = names
     if submit and start and start < submit:
-        raise LineProblem(
-            start_name,
-            f"{start:%Y-%m-%dT%H:%M:%S} is before {submit_name} {submit:%Y-%m-%dT%H:%M:%S}",
-        )
+        raise LineProblem(start_name, f"{start:%Y-%m-%dT%H:%M:%S} is before {submit_name} "
+                                      f"{submit:%Y-%m-%dT%H:%M:%S}")
     if start and end and end < start:
-        raise LineProblem(
-            end_name, f"{end:%Y-%m-%dT%H:%M:%S} is before {start_name} {start:%Y-%m-%dT%H:%M:%S}"
-        )
+        raise LineProblem(end_name, f"{end:%Y-%m-%dT%H:%M:%S} is before {start_name} "
+                                    f"{start:%Y-%m-%dT%H:%M:%S}")
 
 
 def check_job_id(job_id: str, field: str = "JobID") -> None:
     if not job_id:
         raise LineProblem(field, "empty")
     if len(job_id) > JOB_ID_MAX_LENGTH:
-        raise LineProblem(
-            field, f"{job_id[:40]!r}... is longer than {JOB_ID_MAX_LENGTH} characters"
-        )
+        raise LineProblem(field, f"{job_id[:40]!r}... is longer than {JOB_ID_MAX_LENGTH} "
+                                 "characters")
 
 
 def check_counts(*, nodes: int, gpus: int, nodes_field: str, gpus_field: str) -> None:
     if nodes > MAX_NODES_PER_JOB:
-        raise LineProblem(nodes_field, f"{nodes} nodes: more than {MAX_NODES_PER_JOB} is not a job")
+        raise LineProblem(nodes_field, f"{nodes} nodes: more than {MAX_NODES_PER_JOB} is not "
+                                       "a job")
     limit = MAX_GPUS_PER_NODE * nodes if nodes else MAX_GPUS_PER_JOB
     if gpus > limit:
-        raise LineProblem(
-            gpus_field,
-            f"{gpus} GPUs on {nodes} node(s): more than "
-            f"{MAX_GPUS_PER_NODE} per node is not a real allocation",
-        )
+        raise LineProblem(gpus_field, f"{gpus} GPUs on {nodes} node(s): more than "
+                                 f"{MAX_GPUS_PER_NODE} per node is not a real allocation")
 
 
 def expand_nodes(value: str, field: str) -> tuple[str, ...]:
@@ -279,16 +231,14 @@ def _header(fields: list[str]) -> dict[str, int]:
         else:
             positions[name] = position
     if not positions:
-        raise LineProblem(
-            "*", "no header line: sacct -P prints the field names first unless told -n"
-        )
+        raise LineProblem("*", "no header line: sacct -P prints the field names first unless "
+                               "told -n")
     if unknown:
         raise LineProblem(unknown[0], f"unknown column (columns read: {SACCT_FORMAT})")
     missing = [name for name in REQUIRED_FIELDS if name not in positions]
     if missing:
-        raise LineProblem(
-            missing[0], f"missing from the header (needed: {', '.join(REQUIRED_FIELDS)})"
-        )
+        raise LineProblem(missing[0], f"missing from the header (needed: "
+                                      f"{', '.join(REQUIRED_FIELDS)})")
     return positions
 
 
@@ -296,11 +246,8 @@ def _state(value: str) -> str:
     if _CANCELLED_BY.match(value):
         return "CANCELLED"
     if value not in SLURM_JOB_STATES:
-        raise LineProblem(
-            "State",
-            f"{value!r} is not a job state Slurm 22.05 prints "
-            "(job_state_string: COMPLETED, FAILED, CANCELLED, ...)",
-        )
+        raise LineProblem("State", f"{value!r} is not a job state Slurm 22.05 prints "
+                                   "(job_state_string: COMPLETED, FAILED, CANCELLED, ...)")
     return value
 
 
@@ -337,7 +284,8 @@ def _job(values: dict[str, str]) -> FinishedJob:
         gpus = gpus_from_tres(values["AllocTRES"])
     except ValueError as error:
         raise LineProblem("AllocTRES", str(error)) from None
-    nodes = () if values["NodeList"] in _NO_NODES else expand_nodes(values["NodeList"], "NodeList")
+    nodes = () if values["NodeList"] in _NO_NODES else expand_nodes(values["NodeList"],
+                                                                      "NodeList")
     submit = _time(values["Submit"], "Submit")
     start = _time(values["Start"], "Start")
     end = _time(values["End"], "End")
@@ -380,7 +328,6 @@ def read_sacct(
     refused file may be written, so read it to the end before writing (import_sacct does).
     With `whole_lines` (a file's lines, newlines kept) a last line without its newline is
     refused as cut off."""
-
     def numbered_rows() -> Iterator[tuple[int, list[str]]]:
         for number, raw in enumerate(lines, start=1):
             if whole_lines and not raw.endswith("\n"):
@@ -405,15 +352,9 @@ def read_sacct(
         return _job(row)
 
     positions = None if fields is None else _header(list(fields))
-    yield from read_rows(
-        numbered_rows(),
-        header=_header,
-        job_of=job_of,
-        id_field="JobID",
-        positions=positions,
-        max_problems=max_problems,
-        columns=SACCT_COLUMNS_OF_TEXT,
-    )
+    yield from read_rows(numbered_rows(), header=_header, job_of=job_of, id_field="JobID",
+                         positions=positions, max_problems=max_problems,
+                         columns=SACCT_COLUMNS_OF_TEXT)
 
 
 def read_rows(
@@ -442,13 +383,17 @@ def read_rows(
                     positions = header(values)
                     continue
                 if len(values) != len(positions):
-                    raise LineProblem("*", f"{len(values)} fields, the header has {len(positions)}")
+                    raise LineProblem(
+                        "*", f"{len(values)} fields, the header has {len(positions)}"
+                    )
                 job = job_of({name: values[position] for name, position in positions.items()})
                 if job is None:
                     continue
                 check_text_lengths(job, columns or {})
                 if not seen.add(job.job_id):
-                    raise LineProblem(id_field, f"job {job.job_id} is already on an earlier line")
+                    raise LineProblem(
+                        id_field, f"job {job.job_id} is already on an earlier line"
+                    )
             except LineProblem as problem:
                 problems.append(f"line {number}, {problem}")
                 if len(problems) >= max_problems:
