@@ -14,8 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from jobs.drivers.base import BatchJobRequest, BatchJobState, SlurmRejected, SlurmReservation
+from jobs.drivers.base import (
+    BatchJobRequest,
+    BatchJobState,
+    SlurmNotSupported,
+    SlurmRejected,
+    SlurmReservation,
+)
 from jobs.drivers.cli import ScontrolDriver
+from jobs.drivers.slurmrestd import SlurmrestdDriver
+from tests.jobs import slurm_cluster
 
 pytest_plugins = ["tests.jobs.slurm_fixtures"]  # real_slurm
 pytestmark = [pytest.mark.slurm]
@@ -106,3 +114,13 @@ def test_a_reservation_that_does_not_exist_is_refused_with_slurms_words(driver, 
 def test_an_unknown_job_id_is_refused(driver):
     with pytest.raises(SlurmRejected, match="999999"):
         driver.batch_job_state("999999")
+
+
+def test_slurmrestd_of_22_05_says_it_cannot_pin_a_job_to_a_node(real_slurm, tmp_path):
+    token = slurm_cluster.slurmrestd_token(real_slurm.info, username="slurmrest", lifespan=600)
+    rest = SlurmrestdDriver(
+        url=real_slurm.info["slurmrestd_url"], user="slurmrest", token=token, timeout=30
+    )
+
+    with pytest.raises(SlurmNotSupported, match="required_nodes"):
+        rest.submit_batch_job(validation(tmp_path, str(GPU_CHECK)))
