@@ -173,3 +173,37 @@ def validate_node(action) -> dict:
         )
     _slurm(driver.delete_reservation, reservation)
     return result
+
+
+def request_validation(*, node, ref: str, reason: str, requested_by=None, via: str = "api"):
+    """Queue "validate, then resume" for a drained `node` on behalf of `ref` (a ticket): the
+    site's command from settings, fixed in the Action's parameters when it is asked for."""
+    from django.conf import settings
+
+    from portal.services.actions import enqueue_action
+
+    if owned_by_node_health_check(node.slurm_reason):
+        from portal.errors import Conflict
+
+        raise Conflict(
+            {
+                "step": [
+                    f"{node.hostname} was drained by the node health check "
+                    f"({node.slurm_reason!r}); NHC resumes it once its checks pass."
+                ]
+            }
+        )
+    return enqueue_action(
+        kind=VALIDATE_ACTION,
+        target=node.hostname,
+        reason=reason,
+        requested_by=requested_by,
+        parameters=validation_parameters(
+            node=node.hostname,
+            ref=ref,
+            command=settings.FAULTS_VALIDATION_COMMAND,
+            account=settings.FAULTS_VALIDATION_ACCOUNT,
+            minutes=settings.FAULTS_VALIDATION_MINUTES,
+        ),
+        via=via,
+    )
