@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from fabric.models import LldpFinding, Maintenance, PortCounterHistory, PortCounterLatest
@@ -302,6 +302,37 @@ def heat_map(*, user, hostnames: list[str] | None = None) -> HeatMap:
     return heat
 
 
+@dataclass(frozen=True)
+class PortCounts:
+    """A switch's ports by state: up, down (enabled without a link) and shut on purpose."""
+
+    up: int
+    down: int
+    shut: int
+
+
+def switch_port_counts(switch: Switch) -> PortCounts:
+    """The switch's ports counted from the inventory's last-seen state, which both a port
+    Action's read-back and every poll write: the poll state's own counts wait for the next poll,
+    so after a shut the page said "82 / 0" beside a port row saying shut. A port whose state is
+    unknown is none of the three. One query."""
+    UP, DOWN = SwitchPort.LinkStatus.UP, SwitchPort.LinkStatus.DOWN
+    counted = SwitchPort.objects.filter(switch=switch, breakout_mode="").aggregate(
+        up=Count("pk", filter=Q(admin_status=UP, oper_status=UP)),
+        down=Count("pk", filter=Q(admin_status=UP, oper_status=DOWN)),
+        shut=Count("pk", filter=Q(admin_status=DOWN)),
+    )
+    return PortCounts(**counted)
+
+
+def running_maintenance(switch: Switch) -> Maintenance | None:
+    """The maintenance of `switch` that has not ended (starting, active or ending), with the
+    Action that started it: what the switch page's badge names. One query."""
+    return (
+        Maintenance.objects.filter(switch=switch, status__in=Maintenance.OPEN_STATUSES)
+        .select_related("start_action")
+        .first()
+    )
 
 
 def ports_under_maintenance(switch_hostname: str) -> set[str]:

@@ -146,10 +146,24 @@ class RailMapRow:
 
     @property
     def link_state(self) -> str:
-        """The leaf port's operational state as last polled, or `unknown` before any poll."""
+        """The leaf port as the last poll or port Action left it: `shut` (administratively
+        down, whatever its link says), `up`, `down`, or `unknown` before any poll."""
         if self.link is None or self.link.port is None:
             return "none"
+        if self.link.port.admin_status == SwitchPort.LinkStatus.DOWN:
+            return "shut"
         return self.link.port.oper_status or "unknown"
+
+    @property
+    def carries_traffic(self) -> bool | None:
+        """Whether the rail works: cabled by the rail rule and its link up; None while the link
+        was never seen. A rail cabled right whose port is shut or down is not "ok", so the
+        picture never says "ok" beside "down"."""
+        if self.verdict != "ok":
+            return False
+        if self.link_state == "unknown":
+            return None
+        return self.link_state == "up"
 
 
 def node_rail_map(node: Node) -> list[RailMapRow]:

@@ -93,6 +93,8 @@ class SwitchDetailView(RoleRequiredMixin, TemplateView):
         context.update(
             switch=switch,
             poll=getattr(switch, "poll_state", None),
+            port_counts=selectors.switch_port_counts(switch),
+            maintenance=selectors.running_maintenance(switch),
             ports=selectors.monitored_ports(user=user, switch=switch),
             nodes_behind=nodes_behind_switch(switch),
             may_act=may(user, "act_on_switch"),
