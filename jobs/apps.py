@@ -10,6 +10,7 @@ class JobsConfig(AppConfig):
         from jobs import (
             action_handlers,  # noqa: F401 - registers the drain and resume handlers
             reservations,  # noqa: F401 - registers the reservation handler
+            validation_run,  # noqa: F401 - registers the validate-then-resume handler
         )
         from jobs.health import check_slurm_controller
         from jobs.realtime import register_jobs_groups

@@ -516,6 +516,14 @@ FAULTS_POLICY_OVERRIDES: dict = {}
 FAULTS_REPEAT_THRESHOLD = 2
 # Extra Alertmanager alertname -> event kind mappings (faults/parsing.py has the defaults).
 FAULTS_ALERTNAME_KINDS: dict = {}
+# "Validate, then resume" (jobs/validation_run.py): the command the validation job runs on the
+# node (`sbatch --wrap`; a site sets e.g. "dcgmi diag -r 2"; the default is the repository's
+# stand-in), the Slurm account its maintenance reservation and job use, and its time limit.
+FAULTS_VALIDATION_COMMAND = ENV.get(
+    "FAULTS_VALIDATION_COMMAND", str(BASE_DIR / "scripts" / "validation" / "gpu-check")
+)
+FAULTS_VALIDATION_ACCOUNT = ENV.get("FAULTS_VALIDATION_ACCOUNT", "root")
+FAULTS_VALIDATION_MINUTES = env_int(ENV, "FAULTS_VALIDATION_MINUTES", 30)
 
 # --- telemetry: GPU telemetry read from the site's Prometheus (telemetry/) -----------
 # Empty: no telemetry; the pages say so instead of showing zeros.

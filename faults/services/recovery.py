@@ -34,13 +34,16 @@ from inventory.bmc.targets import has_bmc
 from inventory.hostlist import compress_hostlist
 from inventory.models import Node
 from jobs.services import DRAIN_ACTION, request_drain, request_resume
+from jobs.validation_run import owned_by_node_health_check, request_validation
 from portal.errors import Conflict, InvalidInput
 from portal.models import Action
 from portal.models.actions import TERMINAL_STATUSES
 from portal.roles import may
 
 DRAINED_STATES = frozenset({"drained", "draining"})
-RECOVERY_STEP_NAMES = ("drain", "power_cycle", "resume", "shut_port", "start_port")
+RECOVERY_STEP_NAMES = (
+    "drain", "power_cycle", "validate", "resume", "shut_port", "start_port",
+)
 # After the fix, before the ticket closes: the node may still wait drained for its resume.
 RESUMABLE_STATUSES = frozenset({*OPEN_STATUSES, Status.RESOLVED, Status.VERIFIED})
 
@@ -89,6 +92,11 @@ def _node_steps(ticket: FaultTicket, node: Node) -> list[RecoveryStep]:
     recover = []
     if ticket.status in OPEN_STATUSES and has_bmc(node):
         recover.append(RecoveryStep("power_cycle", f"Power cycle {node.hostname} (BMC)", "power"))
+    if node.slurm_state in DRAINED_STATES and not owned_by_node_health_check(node.slurm_reason):
+        # The checked way back comes before the plain resume (jobs/validation_run.py); a node
+        # NHC drained is NHC's to resume.
+        validate = RecoveryStep("validate", f"Validate, then resume {node.hostname}", "resume")
+        return [validate, resume, *recover] if _cleared(ticket) else [*recover, validate, resume]
     # Once the fault is behind the node, bringing it back is the next step; before, recovering it.
     return [resume, *recover] if _cleared(ticket) else [*recover, resume]
 
@@ -155,6 +163,10 @@ def request_recovery(*, ticket: FaultTicket, step: str, actor, via: str = "api",
         elif step == "power_cycle":
             action, _ = request_power_action(node=ticket.node, operation="power_cycle",
                                              reason=_reason(ticket), requested_by=actor, via=via)
+        elif step == "validate":
+            action, _ = request_validation(node=ticket.node, ref=ticket.reference,
+                                           reason=_reason(ticket, "validate, then resume"),
+                                           requested_by=actor, via=via)
         elif step == "resume":
             nodes = [ticket.node] if ticket.node is not None else [
                 node for node in _impact_nodes(ticket) if node.slurm_state in DRAINED_STATES

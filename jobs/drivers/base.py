@@ -144,6 +144,54 @@ class SlurmReservation:
     flags: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class BatchJobRequest:
+    """One batch job on one named node (`sbatch -w node -N1 --wrap command`), e.g. the GPU check
+    a repaired node must pass before it goes back into service. `reservation`: run inside it
+    (a maintenance reservation keeps every other job off the node meanwhile)."""
+
+    node_name: str
+    command: str
+    job_name: str
+    account: str = ""
+    reservation: str = ""
+    time_limit_minutes: int = 30
+    output_path: str = ""  # a file the portal can read afterwards (shared filesystem); "": none
+
+
+# Job states after which nothing more happens (squeue/sacct's words).
+FINISHED_JOB_STATES = frozenset(
+    {
+        "BOOT_FAIL",
+        "CANCELLED",
+        "COMPLETED",
+        "DEADLINE",
+        "FAILED",
+        "NODE_FAIL",
+        "OUT_OF_MEMORY",
+        "PREEMPTED",
+        "TIMEOUT",
+    }
+)
+
+
+@dataclass(frozen=True)
+class BatchJobState:
+    """Where a submitted job stands. `exit_code` is known once it has finished."""
+
+    job_id: str
+    state: str
+    exit_code: int | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.state in FINISHED_JOB_STATES
+
+    @property
+    def passed(self) -> bool:
+        return self.state == "COMPLETED" and self.exit_code == 0
+
+
 class SlurmDriver(ABC):
     """What the portal needs from Slurm. Node names are plain hostnames (no hostlists)."""
 
@@ -183,6 +231,17 @@ class SlurmDriver(ABC):
     def delete_reservation(self, name: str) -> None:
         """Remove the reservation; removing one that does not exist succeeds."""
         raise SlurmNotSupported(f"{type(self).__name__} cannot manage reservations")
+
+    # Not abstract: a driver that cannot submit says so (SlurmNotSupported) rather than fail to
+    # load, so that adding these did not oblige every driver at once.
+    def submit_batch_job(self, request: BatchJobRequest) -> str:
+        """sbatch: returns the job id."""
+        raise SlurmNotSupported(f"{type(self).__name__} cannot submit batch jobs")
+
+    def batch_job_state(self, job_id: str) -> BatchJobState:
+        """The job's state, from the queue while it is there and from accounting afterwards;
+        SlurmRejected for a job id Slurm does not know."""
+        raise SlurmNotSupported(f"{type(self).__name__} cannot read a job's state")
 
 
 @cache

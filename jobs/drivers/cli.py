@@ -47,6 +47,8 @@ from django.conf import settings
 
 from inventory.hostlist import compress_hostlist, expand_hostlist
 from jobs.drivers.base import (
+    BatchJobRequest,
+    BatchJobState,
     FinishedJob,
     SlurmDriver,
     SlurmError,
@@ -262,6 +264,50 @@ class ScontrolDriver(SlurmDriver):
             raise self._error(result)
         logger.info("reservation %s was already gone (%s)", name, result.message)
 
+    # --- batch jobs ---------------------------------------------------------------------------
+
+    def submit_batch_job(self, request: BatchJobRequest) -> str:
+        (node,) = checked_node_names([request.node_name])
+        args = [
+            "--parsable",
+            f"--job-name={_checked_word(request.job_name, 'job name')}",
+            "--nodes=1",
+            f"--nodelist={node}",
+            f"--time={max(1, int(request.time_limit_minutes))}",
+        ]
+        if request.account:
+            args.append(f"--account={_checked_word(request.account, 'Slurm account')}")
+        if request.reservation:
+            args.append(f"--reservation={_checked_word(request.reservation, 'reservation name')}")
+        if request.output_path:
+            args.append(f"--output={request.output_path}")
+        # --wrap hands the command to /bin/sh on the node: it is the site's own setting.
+        result = self._run("sbatch", *args, "--wrap", request.command)
+        job_id = result.stdout.strip().split(";")[0]  # --parsable prints "jobid[;cluster]"
+        if result.returncode != 0 or not job_id.isdigit():
+            raise self._error(result)
+        return job_id
+
+    def batch_job_state(self, job_id: str) -> BatchJobState:
+        if not job_id.isdigit():
+            raise SlurmRejected(f"not a valid job id: {job_id!r}")
+        # slurmctld keeps a finished job for MinJobAge (300 s by default) with its exit code;
+        # after that only accounting knows it.
+        result = self._run("scontrol", "-o", "show", "job", job_id)
+        if result.returncode == 0 and "JobState=" in result.stdout:
+            fields = dict(word.split("=", 1) for word in result.stdout.split() if "=" in word)
+            return _job_state(job_id, fields["JobState"], fields.get("ExitCode", ""))
+        if _UNREACHABLE.search(result.message):
+            raise self._error(result)
+        accounted = self._run("sacct", "-n", "-P", "-X", "-j", job_id, "--format=State,ExitCode")
+        if accounted.returncode != 0:
+            raise self._error(accounted)
+        line = accounted.stdout.strip().splitlines()[:1]
+        if not line:
+            raise SlurmRejected(f"Slurm knows no job {job_id}")
+        state, _, exit_code = line[0].partition("|")
+        return _job_state(job_id, state, exit_code)
+
     def _reservation(self, name: str) -> SlurmReservation | None:
         """The named reservation as Slurm holds it, None when Slurm has none of that name."""
         result = self._run("scontrol", "-o", "show", "reservation", name)
@@ -420,6 +466,15 @@ def parse_reservation_line(line: str) -> SlurmReservation:
         end=end,
         flags=_null_list(fields.get("Flags", "")),
     )
+
+
+def _job_state(job_id: str, state: str, exit_code: str) -> BatchJobState:
+    """scontrol's/sacct's "COMPLETED" and "0:0" (exit status:signal); "CANCELLED by 0" -> the
+    first word."""
+    state = state.split()[0] if state.strip() else "UNKNOWN"
+    code, _, _signal = exit_code.partition(":")
+    finished_code = int(code) if code.isdigit() else None
+    return BatchJobState(job_id=job_id, state=state, exit_code=finished_code)
 
 
 def _null_list(text: str) -> tuple[str, ...]:

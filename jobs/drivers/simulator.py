@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import re
+import subprocess
 import threading
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
@@ -31,6 +32,8 @@ from django.db.models import F
 from django.utils import timezone
 
 from jobs.drivers.base import (
+    BatchJobRequest,
+    BatchJobState,
     FinishedJob,
     SlurmDriver,
     SlurmJob,
@@ -63,6 +66,10 @@ _process_lock = threading.Lock()  # threads of one process take turns; processes
 
 class _LostRace(Exception):
     """Another process wrote the cluster between our read and our write."""
+
+
+# How long a batch job (the validation run) lasts on the simulation's clock.
+BATCH_JOB_SECONDS = 60.0
 
 
 def _to_datetime(seconds: float | None) -> datetime | None:
@@ -232,6 +239,61 @@ class SimulatorDriver(SlurmDriver):
 
     def delete_reservation(self, name: str) -> None:
         self._run(lambda simulation: simulation.delete_reservation(name))
+
+    def submit_batch_job(self, request: BatchJobRequest) -> str:
+        """sbatch into the simulation. The simulated node is this host: the command runs here,
+        now (bounded by the time limit), and its exit status becomes the job's, which then
+        takes BATCH_JOB_SECONDS of the simulation's clock to finish."""
+        (node,) = checked_node_names([request.node_name])
+        account = request.account or "root"
+
+        def check(simulation: ClusterSimulation) -> None:
+            self._check_names(simulation, [node])
+            if request.reservation:
+                reservation = simulation.reservations().get(request.reservation)
+                if reservation is None or node not in reservation["nodes"]:
+                    raise SlurmRejected(
+                        f"sbatch: error: Requested reservation {request.reservation} "
+                        f"does not hold {node}"
+                    )
+
+        self._run(check)
+        try:
+            completed = subprocess.run(  # the site's command, as sbatch --wrap runs it
+                ["/bin/sh", "-c", request.command],
+                capture_output=True,
+                text=True,
+                timeout=max(1, int(request.time_limit_minutes)) * 60,
+                stdin=subprocess.DEVNULL,
+                check=False,
+            )
+            exit_code, output = completed.returncode, completed.stdout + completed.stderr
+        except subprocess.TimeoutExpired:
+            exit_code, output = 124, "time limit reached\n"
+        if request.output_path:
+            with open(request.output_path, "w", encoding="utf-8") as output_file:
+                output_file.write(output)
+        return self.submit_job(
+            nodes=[node],
+            gpus_per_node=GPUS_PER_NODE,
+            seconds=BATCH_JOB_SECONDS,
+            exit_code=max(0, exit_code),
+            name=request.job_name,
+            account=account,
+        )
+
+    def batch_job_state(self, job_id: str) -> BatchJobState:
+        from jobs.models import SimulatedFinishedJob
+
+        queued = self._run(lambda simulation: simulation.job_state(job_id))
+        if queued:
+            return BatchJobState(job_id=job_id, state=queued)
+        row = SimulatedFinishedJob.objects.filter(cluster__name=self.cluster, job_id=job_id).first()
+        if row is None:
+            raise SlurmRejected(f"Slurm knows no job {job_id}")
+        return BatchJobState(
+            job_id=job_id, state=row.record["state"], exit_code=row.record["exit_code"]
+        )
 
     # -- controls for tests and the demo -----------------------------------------------------
 

@@ -37,6 +37,7 @@ from django.conf import settings
 
 from inventory.hostlist import compress_hostlist, expand_hostlist
 from jobs.drivers.base import (
+    BatchJobRequest,
     FinishedJob,
     SlurmDriver,
     SlurmError,
@@ -154,6 +155,14 @@ class SlurmrestdDriver(SlurmDriver):
                 raise
 
     # --- internals ----------------------------------------------------------------------------
+
+    def submit_batch_job(self, request: BatchJobRequest) -> str:
+        # Measured on 22.05.8: POST /slurm/v0.0.38/job/submit answers 'Disabled key:
+        # "required_nodes"', so a job cannot be pinned to the node being validated.
+        raise SlurmNotSupported(
+            "slurmrestd v0.0.38 cannot place a job on a named node (required_nodes is a "
+            "disabled key in Slurm 22.05): validation runs need the CLI driver"
+        )
 
     def node_update_path(self) -> str:
         """The newest POST .../node/{node_name} path the server documents; SlurmNotSupported
