@@ -88,10 +88,10 @@ _RESERVATION_NOT_FOUND = re.compile(r"Reservation \S+ not found")
 _SLURM_NULL = "(null)"
 
 
-@dataclass(frozen=True)
 REBOOT_NEXT_STATES = ("resume", "down")
 
 
+@dataclass(frozen=True)
 class CommandResult:
     argv: tuple[str, ...]
     returncode: int

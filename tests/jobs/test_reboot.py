@@ -74,3 +74,27 @@ def test_bad_input_names_the_field_and_queues_nothing(nodes, arguments, field):
         request_reboot(nodes=[nodes["gpu001"]], **arguments)
     assert field in error.value.detail
     assert not Action.objects.exists()
+
+
+REBOOT_URL = "/api/jobs/nodes/reboot/"
+
+
+def test_the_api_queues_one_reboot_action_with_next_state(operator_api, nodes, simulator):
+    response = operator_api.post(
+        REBOOT_URL, {"hostlist": "gpu[001-003]", "reason": "BIOS update", "next_state": "down"}
+    )
+    assert response.status_code == 202, response.content
+    action = Action.objects.get(kind=REBOOT_ACTION)
+    assert action.target == "gpu[001-003]"
+    assert action.parameters["next_state"] == "down"
+    assert run_action(action_id=action.pk) == "succeeded"
+    assert all("REBOOT_REQUESTED" in s.flags for s in simulator.nodes(["gpu001", "gpu003"]))
+
+
+def test_the_api_names_a_bad_next_state(operator_api, nodes):
+    response = operator_api.post(
+        REBOOT_URL, {"hostlist": "gpu001", "reason": "x", "next_state": "idle"}
+    )
+    assert response.status_code == 400
+    assert "next_state" in response.json()
+    assert not Action.objects.exists()

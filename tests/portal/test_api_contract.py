@@ -118,6 +118,7 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("POST /api/inventory/nics/bulk/", "ST202"): ACROSS_FIELDS,
     ("POST /api/jobs/nodes/drain/", "ST202"): ACROSS_FIELDS,
     ("POST /api/jobs/nodes/resume/", "ST202"): ACROSS_FIELDS,
+    ("POST /api/jobs/nodes/reboot/", "ST202"): ACROSS_FIELDS,
     ("PUT /api/inventory/switches/{id}/", "ST202"): ACROSS_FIELDS,
     ("PATCH /api/inventory/gpus/{id}/", "ST202"): STATE_RULE,
     ("PATCH /api/inventory/nodes/{id}/", "ST202"): STATE_RULE,
