@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from jobs.drivers.base import SlurmError, SlurmUnavailable, get_slurm_driver
-from jobs.services import DRAIN_ACTION, RESUME_ACTION
+from jobs.services import DRAIN_ACTION, REBOOT_ACTION, RESUME_ACTION
 from portal.actions.registry import (
     PermanentActionError,
     TransientActionError,
@@ -73,3 +73,17 @@ def resume_nodes(action) -> dict:
     _call_slurm(get_slurm_driver().resume, nodes)
     _refresh_node_states()
     return {"resumed": nodes}
+
+
+@register_action_handler(
+    REBOOT_ACTION,
+    lease_seconds=slurm_attempt_lease_seconds,
+    description="Ask Slurm to reboot nodes once their jobs end (scontrol reboot ASAP).",
+    max_attempts=SLURM_ACTION_MAX_ATTEMPTS,
+)
+def reboot_nodes(action) -> dict:
+    nodes = list(action.parameters["nodes"])
+    next_state = action.parameters["next_state"]
+    _call_slurm(get_slurm_driver().reboot, nodes, action.reason, next_state)
+    _refresh_node_states()
+    return {"reboot_requested": nodes, "next_state": next_state}

@@ -13,6 +13,9 @@ from portal.services.actions import enqueue_action
 
 DRAIN_ACTION = "slurm.drain"
 RESUME_ACTION = "slurm.resume"
+REBOOT_ACTION = "slurm.reboot"
+# What Slurm does with a node once it is back: `scontrol reboot nextstate=RESUME|DOWN`.
+REBOOT_NEXT_STATES = ("resume", "down")
 MAX_REASON_LENGTH = 1000
 
 
@@ -83,6 +86,32 @@ def request_resume(
         reason=reason,
         requested_by=requested_by,
         parameters={"nodes": names, "override": bool(blockers) and override},
+        idempotency_key=idempotency_key,
+        via=via,
+    )
+
+
+def request_reboot(
+    *,
+    nodes: Sequence[Node],
+    reason: str,
+    next_state: str = "resume",
+    requested_by=None,
+    via: str = "api",
+    idempotency_key: str | None = None,
+) -> tuple[Action, bool]:
+    """Queue one Action that asks Slurm to reboot all `nodes` as soon as their jobs end
+    (`scontrol reboot ASAP`), leaving them resumed or down (`next_state`) afterwards."""
+    names = _node_names(nodes)
+    reason = _clean_reason(reason)
+    if next_state not in REBOOT_NEXT_STATES:
+        raise InvalidInput({"next_state": [f"Use one of: {', '.join(REBOOT_NEXT_STATES)}."]})
+    return enqueue_action(
+        kind=REBOOT_ACTION,
+        target=compress_hostlist(names),
+        reason=reason,
+        requested_by=requested_by,
+        parameters={"nodes": names, "next_state": next_state},
         idempotency_key=idempotency_key,
         via=via,
     )

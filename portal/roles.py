@@ -57,6 +57,8 @@ CAPABILITIES: dict[str, tuple[tuple[Role, ...], str]] = {
     # -- acting ----------------------------------------------------------------------------------
     "drain": ((ADMIN, OPERATOR, ONCALL), "drain nodes in Slurm"),
     "resume": ((ADMIN, OPERATOR, ONCALL), "resume drained nodes in Slurm"),
+    "reboot": ((ADMIN, OPERATOR, ONCALL),
+               "reboot nodes the Slurm way (scontrol reboot ASAP, then resume or down)"),
     "respond_to_faults": ((ADMIN, OPERATOR, ONCALL),
                           "report, acknowledge, move, annotate, reopen and recover fault tickets, "
                           "and feed fault intake"),

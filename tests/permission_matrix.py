@@ -510,6 +510,7 @@ MATRIX: dict[str, Route] = {
     ),
     "api:jobs:analytics": Route((get("/api/jobs/analytics/", api("read_jobs")),)),
     "api:jobs:node-drain": Route((post("/api/jobs/nodes/drain", api("drain", 400)),)),
+    "api:jobs:node-reboot": Route((post("/api/jobs/nodes/reboot", api("reboot", 400)),)),
     "api:jobs:node-resume": Route((post("/api/jobs/nodes/resume", api("resume", 400)),)),
 }
 

@@ -8,7 +8,7 @@ from rest_framework import serializers
 
 from jobs.models import Job
 from jobs.selectors import job_hardware
-from jobs.services import MAX_REASON_LENGTH
+from jobs.services import MAX_REASON_LENGTH, REBOOT_NEXT_STATES
 from portal.api.serializers import OneLineTextField, StrictSerializer
 
 
@@ -42,6 +42,14 @@ class NodeResumeRequestSerializer(NodeActionRequestSerializer):
     override = serializers.BooleanField(
         default=False,
         help_text="Resume even nodes a guard wants kept out (e.g. an open fault ticket)",
+    )
+
+
+class NodeRebootRequestSerializer(NodeActionRequestSerializer):
+    next_state = serializers.ChoiceField(
+        choices=REBOOT_NEXT_STATES,
+        default="resume",
+        help_text="What Slurm makes of each node once slurmd registers after the reboot",
     )
 
 

@@ -15,5 +15,6 @@ urlpatterns = [
     re_path(r"^analytics/?$", analytics_views.JobAnalyticsView.as_view(), name="analytics"),
     re_path(r"^nodes/drain/?$", views.NodeDrainView.as_view(), name="node-drain"),
     re_path(r"^nodes/resume/?$", views.NodeResumeView.as_view(), name="node-resume"),
+    re_path(r"^nodes/reboot/?$", views.NodeRebootView.as_view(), name="node-reboot"),
     *router.urls,
 ]

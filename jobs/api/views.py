@@ -17,7 +17,7 @@ from jobs import selectors
 from jobs.api import serializers as job_serializers
 from jobs.buckets import SIZE_BUCKET_LABELS
 from jobs.models import Job
-from jobs.services import request_drain, request_resume
+from jobs.services import request_drain, request_reboot, request_resume
 from portal.api.serializers import ActionSerializer
 from portal.api.views import action_accepted
 from portal.api.viewsets import SelectorQuerysetMixin
@@ -130,6 +130,37 @@ class NodeResumeView(APIView):
                 reason=data["reason"],
                 requested_by=request.user,
                 override=data["override"],
+                idempotency_key=data.get("idempotency_key")
+                or request.headers.get("Idempotency-Key"),
+            )
+        return action_accepted(request, action)
+
+
+class NodeRebootView(APIView):
+    """Reboot nodes the way Slurm sites do: `scontrol reboot ASAP nextstate=...`, so a node
+    with a job is drained and rebooted only once the job ends. One Action for the list."""
+
+    write_capability = "reboot"
+
+    @extend_schema(
+        operation_id="jobs_node_reboot_create",
+        summary="Reboot nodes through Slurm (202 with the Action)",
+        request=job_serializers.NodeRebootRequestSerializer,
+        responses=NODE_ACTION_RESPONSES,
+    )
+    def post(self, request):
+        body = job_serializers.NodeRebootRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        with transaction.atomic():
+            nodes = selectors.nodes_for_request(
+                user=request.user, hostlist=data.get("hostlist"), node_ids=data.get("node_ids")
+            )
+            action, _ = request_reboot(
+                nodes=nodes,
+                reason=data["reason"],
+                next_state=data["next_state"],
+                requested_by=request.user,
                 idempotency_key=data.get("idempotency_key")
                 or request.headers.get("Idempotency-Key"),
             )

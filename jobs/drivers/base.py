@@ -211,6 +211,12 @@ class SlurmDriver(ABC):
     def resume(self, names: Sequence[str]) -> None:
         """Return the nodes to service in one request. Resuming an idle node succeeds."""
 
+    def reboot(self, names: Sequence[str], reason: str, next_state: str) -> None:
+        """Ask Slurm to reboot the nodes as soon as their jobs end (`scontrol reboot ASAP`),
+        leaving them in `next_state` ("resume" or "down") once slurmd registers again.
+        Not abstract: a driver that cannot do it says so rather than breaking the others."""
+        raise SlurmNotSupported(f"{type(self).__name__} cannot reboot nodes")
+
     @abstractmethod
     def jobs(self) -> list[SlurmJob]:
         """Running and pending jobs."""

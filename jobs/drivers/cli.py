@@ -90,6 +90,9 @@ _RESERVATION_NOT_FOUND = re.compile(r"Reservation \S+ not found")
 _SLURM_NULL = "(null)"
 
 
+REBOOT_NEXT_STATES = ("resume", "down")
+
+
 @dataclass(frozen=True)
 class CommandResult:
     argv: tuple[str, ...]
@@ -201,6 +204,26 @@ class ScontrolDriver(SlurmDriver):
         logger.info(
             "resume of %s: %r ignored, no node is drained any more", hostlist, result.message
         )
+
+    def reboot(self, names: Sequence[str], reason: str, next_state: str) -> None:
+        hostlist = compress_hostlist(checked_node_names(names))
+        reason = checked_reason(reason)
+        if next_state not in REBOOT_NEXT_STATES:
+            raise SlurmRejected(f"next state {next_state!r} is not one of {REBOOT_NEXT_STATES}")
+        self._require_known(names, hostlist)
+        # ASAP drains the node so no new job starts on it and reboots it when its jobs end
+        # (slurmctld proc_req.c _slurm_rpc_reboot_nodes sets NODE_STATE_REBOOT_REQUESTED and,
+        # with ASAP, DRAIN; node_mgr.c marks REBOOT_ISSUED when RebootProgram runs).
+        result = self._run(
+            "scontrol",
+            "reboot",
+            "ASAP",
+            f"nextstate={next_state.upper()}",
+            f'reason="{reason}"',
+            hostlist,
+        )
+        if result.returncode != 0:
+            raise self._error(result)
 
     # --- reservations (tenants' allocations) ---------------------------------------------------
 

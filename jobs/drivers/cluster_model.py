@@ -611,6 +611,22 @@ class ClusterSimulation:
             node.update(drain=True, reason=reason, reason_set_at=self.now, reason_set_by=by)
         self.changed = True
 
+    def request_reboot(self, names: list[str], reason: str, next_state: str) -> None:
+        """Like `scontrol reboot ASAP nextstate=...`: the node is drained (no new jobs) and
+        flagged REBOOT_REQUESTED until it reboots; a node already asked keeps its request."""
+        for name in names:
+            node = self.state["nodes"][name]
+            if node.get("reboot_next_state"):
+                continue
+            node.update(
+                drain=True,
+                reboot_next_state=next_state,
+                reason=f"{reason} : reboot requested",
+                reason_set_at=self.now,
+                reason_set_by="root",
+            )
+        self.changed = True
+
     def resume(self, names: list[str]) -> list[str]:
         """Like `scontrol update State=RESUME`. The drain is cleared everywhere; nodes that do
         not answer stay down and are returned (real Slurm says "Invalid node state")."""

@@ -128,6 +128,18 @@ class SimulatorDriver(SlurmDriver):
 
         self._run(apply)
 
+    def reboot(self, names: Sequence[str], reason: str, next_state: str) -> None:
+        names = checked_node_names(names)
+        checked_reason(reason)
+        if next_state not in ("resume", "down"):
+            raise SlurmRejected(f"next state {next_state!r} is not one of ('resume', 'down')")
+
+        def apply(simulation: ClusterSimulation) -> None:
+            self._check_names(simulation, names)
+            simulation.request_reboot(names, reason, next_state)
+
+        self._run(apply)
+
     def resume(self, names: Sequence[str]) -> None:
         names = checked_node_names(names)
 
@@ -499,6 +511,8 @@ class SimulatorDriver(SlurmDriver):
         flags = []
         if node["drain"]:
             flags.append("DRAIN")
+        if node.get("reboot_next_state"):
+            flags.append("REBOOT_REQUESTED")
         if node["not_responding"]:
             flags.append("NOT_RESPONDING")
         if reserved:
