@@ -33,7 +33,7 @@ from inventory.bmc.power import request_power_action
 from inventory.bmc.targets import has_bmc
 from inventory.hostlist import compress_hostlist
 from inventory.models import Node
-from jobs.services import DRAIN_ACTION, request_drain, request_resume
+from jobs.services import DRAIN_ACTION, request_drain, request_reboot, request_resume
 from jobs.validation_run import owned_by_node_health_check, request_validation
 from portal.errors import Conflict, InvalidInput
 from portal.models import Action
@@ -42,7 +42,7 @@ from portal.roles import may
 
 DRAINED_STATES = frozenset({"drained", "draining"})
 RECOVERY_STEP_NAMES = (
-    "drain", "power_cycle", "validate", "resume", "shut_port", "start_port",
+    "drain", "reboot", "power_cycle", "validate", "resume", "shut_port", "start_port",
 )
 # After the fix, before the ticket closes: the node may still wait drained for its resume.
 RESUMABLE_STATUSES = frozenset({*OPEN_STATUSES, Status.RESOLVED, Status.VERIFIED})
@@ -90,8 +90,13 @@ def _node_steps(ticket: FaultTicket, node: Node) -> list[RecoveryStep]:
     resume = RecoveryStep("resume", f"Resume {node.hostname}", "resume",
                           _resume_confirmation(ticket, node.hostname))
     recover = []
-    if ticket.status in OPEN_STATUSES and has_bmc(node):
-        recover.append(RecoveryStep("power_cycle", f"Power cycle {node.hostname} (BMC)", "power"))
+    if not _cleared(ticket):
+        # The paper's dominant recovery: a node restart. Through Slurm first (the node comes back
+        # DOWN, to be validated, then resumed); the BMC's power cycle when that is not enough.
+        recover.append(RecoveryStep("reboot", f"Reboot {node.hostname} through Slurm", "reboot"))
+        if has_bmc(node):
+            recover.append(
+                RecoveryStep("power_cycle", f"Power cycle {node.hostname} (BMC)", "power"))
     if node.slurm_state in DRAINED_STATES and not owned_by_node_health_check(node.slurm_reason):
         # The checked way back comes before the plain resume (jobs/validation_run.py); a node
         # NHC drained is NHC's to resume.
@@ -160,6 +165,10 @@ def request_recovery(*, ticket: FaultTicket, step: str, actor, via: str = "api",
         if step == "drain":
             action, _ = request_drain(nodes=[ticket.node], reason=_reason(ticket),
                                       requested_by=actor, via=via)
+        elif step == "reboot":
+            # Back DOWN, not resumed: the node returns to service through validate, then resume.
+            action, _ = request_reboot(nodes=[ticket.node], reason=_reason(ticket),
+                                       next_state="down", requested_by=actor, via=via)
         elif step == "power_cycle":
             action, _ = request_power_action(node=ticket.node, operation="power_cycle",
                                              reason=_reason(ticket), requested_by=actor, via=via)

@@ -227,7 +227,9 @@ def test_the_ticket_api_and_page_offer_recovery_in_one_click_and_keep_tenant_dat
     body = oncall.get(url).json()
     assert body["impact"]["jobs"][0]["job_id"] == "1098"
     # The node is still down and the fault critical: resuming it needs confirming.
-    (resume_step,) = body["recovery_steps"]
+    # Still down, nothing cleared: restart it through Slurm first; resuming needs confirming.
+    assert [step["step"] for step in body["recovery_steps"]] == ["reboot", "resume"]
+    resume_step = body["recovery_steps"][1]
     assert (resume_step["step"], resume_step["label"]) == ("resume", "Resume gpu002")
     assert "critical" in resume_step["confirmation"]
     viewer = api_as(Role.VIEWER).get(url).json()

@@ -51,17 +51,21 @@ def test_a_fresh_critical_xid_ticket_never_offers_a_bare_resume_first(fleet, mak
     assert [step.step for step in recovery_steps(ticket, user=oncall)] == ["drain"]
     drained()
     steps = recovery_steps(FaultTicket.objects.get(pk=ticket.pk), user=oncall)
-    # The checked way back (validate, then resume) comes before the plain resume.
-    assert [step.step for step in steps] == ["validate", "resume"]
-    assert steps[0].confirmation == ""
-    assert "critical" in steps[1].confirmation  # the page asks before the plain resume
+    # A restart through Slurm first (the paper's dominant recovery); then the checked way back
+    # (validate, then resume) before the plain resume.
+    assert [step.step for step in steps] == ["reboot", "validate", "resume"]
+    assert steps[0].confirmation == steps[1].confirmation == ""
+    assert "critical" in steps[2].confirmation  # the page asks before the plain resume
+    reboot = request_recovery(ticket=ticket, step="reboot", actor=oncall)
+    assert (reboot.kind, reboot.parameters["next_state"]) == ("slurm.reboot", "down")
+    assert reboot in ticket.actions.all()
 
     # With a BMC the node is recovered (power cycle) before it is resumed, for roles with power.
     Node.objects.filter(hostname="gpu001").update(bmc_address="127.0.0.1")
     operator = make_user(Role.OPERATOR)
     ticket = FaultTicket.objects.get(pk=ticket.pk)
     assert [step.step for step in recovery_steps(ticket, user=operator)] == [
-        "power_cycle", "validate", "resume"]
+        "reboot", "power_cycle", "validate", "resume"]
     action = request_recovery(ticket=ticket, step="power_cycle", actor=operator)
     assert (action.kind, action.parameters["operation"]) == ("bmc.power", "power_cycle")
     assert action in ticket.actions.all()
