@@ -25,7 +25,7 @@ LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
         '' ORDER BY position), '')
     FROM regexp_matches(value, '([0-9]+|[^0-9]+)', 'g') WITH ORDINALITY AS parts(part, position)
 $$;
-"""
+"""  # noqa: S608 - built from this module's constants only
 DROP_NATURAL_SORT_FUNCTION = f"DROP FUNCTION IF EXISTS {NATURAL_SORT_FUNCTION}(text);"
 
 
