@@ -3,9 +3,18 @@
 from django.db import migrations, models
 
 from inventory.models.natural_sort import (
-    CREATE_NATURAL_SORT_FUNCTION,
     DROP_NATURAL_SORT_FUNCTION,
+    create_natural_sort_function,
 )
+
+
+def create_function(apps, schema_editor):
+    create_natural_sort_function(schema_editor.connection)
+
+
+def drop_function(apps, schema_editor):
+    if schema_editor.connection.vendor == "postgresql":
+        schema_editor.execute(DROP_NATURAL_SORT_FUNCTION)
 
 
 class Migration(migrations.Migration):
@@ -16,7 +25,7 @@ class Migration(migrations.Migration):
     # The function first: the generated columns call it, and PostgreSQL fills them for the
     # existing rows when they are added (no separate data migration needed).
     operations = [
-        migrations.RunSQL(CREATE_NATURAL_SORT_FUNCTION, DROP_NATURAL_SORT_FUNCTION),
+        migrations.RunPython(create_function, drop_function),
         migrations.AlterModelOptions(
             name="gpu",
             options={"ordering": ["node__hostname_sort_key", "index"], "verbose_name": "GPU"},

@@ -10,6 +10,8 @@ path can forget it. It is indexed, so ordering by it stays an index scan and pag
 
 from __future__ import annotations
 
+import re
+
 from django.db import models
 
 NATURAL_SORT_FUNCTION = "inventory_natural_sort_key"
@@ -27,6 +29,39 @@ LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
 $$;
 """  # noqa: S608 - built from this module's constants only
 DROP_NATURAL_SORT_FUNCTION = f"DROP FUNCTION IF EXISTS {NATURAL_SORT_FUNCTION}(text);"
+
+_DIGIT_RUN = re.compile(r"[0-9]+")
+
+
+def natural_sort_text(value: str | None) -> str | None:
+    """The same key in Python, for SQLite (the embedded default), where it is registered as an
+    application-defined function on each connection."""
+    if value is None:
+        return None
+    return _DIGIT_RUN.sub(
+        lambda run: (
+            run[0].zfill(NATURAL_SORT_DIGITS) if len(run[0]) < NATURAL_SORT_DIGITS else run[0]
+        ),
+        value,
+    )
+
+
+def create_natural_sort_function(connection) -> None:
+    """Make the key's function exist for `connection`: PostgreSQL keeps it in the schema (the
+    migration creates it); SQLite needs it on every connection, deterministic so that a
+    generated column may call it."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(CREATE_NATURAL_SORT_FUNCTION)
+    elif connection.vendor == "sqlite":
+        connection.connection.create_function(
+            NATURAL_SORT_FUNCTION, 1, natural_sort_text, deterministic=True
+        )
+
+
+def register_on_sqlite_connections(sender, connection, **kwargs) -> None:
+    if connection.vendor == "sqlite":
+        create_natural_sort_function(connection)
 
 
 def natural_sort_key(source: str) -> models.GeneratedField:
