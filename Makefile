@@ -56,6 +56,7 @@ demo: install
 	$(PYTHON) manage.py import_topology inventory/fixtures/sakuraone.yaml
 	$(PYTHON) manage.py seed_demo
 	$(PYTHON) manage.py seed_demo_allocations
+	$(PYTHON) manage.py seed_fault_history
 	scripts/demo-run $(HOST) $(PORT)
 
 lint: install-test

@@ -42,6 +42,38 @@ STATE_FILTERS = (*STATES, "problems")
 ROLE_FILTERS = tuple(Switch.Role.values)
 SPINES_GROUP = "spines"
 OTHERS_GROUP = "storage/management"
+# The live delta sends a rate cell (traffic, PFC, ECN) only when its value moved to another
+# bucket of this many significant digits: the page prints three ("12.3 GB/s"), and the third
+# flickers on every poll of a busy fabric, so at scale 125 every row went out each poll (211 kB).
+# Buckets, not "moved more than x% since the last poll": a slow ramp still reaches the page
+# once it crosses a bucket, so what is shown is never more than one bucket (<10%) off.
+RATE_SIGNIFICANT_DIGITS = 2
+# Likewise the load cell ("mean% / peak%") goes out when either moved to another band of this
+# many percentage points; a switch crossing HOT_UTILIZATION changes state and goes out whole.
+LOAD_BAND_POINTS = 5
+# Key of a row's change marks in event_cells(); overview_delta compares them and never sends them.
+MARKS = "~marks"
+
+
+def _rate_mark(*values: float | None) -> tuple:
+    """The bucket the rates fall in (None stays None: unknown is a visible change)."""
+    digits = RATE_SIGNIFICANT_DIGITS - 1
+    return tuple(None if value is None else f"{value:.{digits}e}" for value in values)
+
+
+def _load_mark(mean: float | None, peak: float | None) -> tuple | None:
+    if mean is None:
+        return None
+    return (round(mean * 100 / LOAD_BAND_POINTS), round((peak or 0.0) * 100 / LOAD_BAND_POINTS))
+
+
+def _worst_mark(text: str, problem: bool, busiest: float | None) -> str | tuple:
+    """A problem's worst port (down, or hot) is sent whenever it changes. On a healthy switch
+    it is merely the busiest port, and with jitter of a few percent which of many equally busy
+    ports that is changes every poll: it goes out when the busiest load leaves its band."""
+    if problem or busiest is None:
+        return text
+    return ("busiest", round(busiest * 100 / LOAD_BAND_POINTS))
 
 
 def _rank(state: str) -> int:
@@ -81,8 +113,9 @@ class SwitchRow:
                 -(self.pfc_per_second or 0.0), natural_key(self.hostname))
 
     def cells(self) -> dict[str, str]:
-        """The row as the page shows it; the live delta carries exactly these strings, so a
-        row is sent only when something on screen would change."""
+        """The row as the page shows it; the live delta carries exactly these strings, when
+        they changed visibly (the marks: overview_delta)."""
+        worst_text = f"{self.worst_port} {self.worst_port_detail}".strip() or "—"
         return {
             "group": self.group,
             "role": self.role,
@@ -93,8 +126,15 @@ class SwitchRow:
             "pfc": event_rate(self.pfc_per_second),
             "ecn": event_rate(self.ecn_per_second),
             "down": str(self.ports_down) if self.mean_load is not None else "—",
-            "worst": f"{self.worst_port} {self.worst_port_detail}".strip() or "—",
+            "worst": worst_text,
             "error": self.error[:200],
+            MARKS: {
+                "worst": _worst_mark(worst_text, self.is_problem, self.max_load),
+                "load": _load_mark(self.mean_load, self.max_load),
+                "traffic": _rate_mark(self.in_bytes_per_second, self.out_bytes_per_second),
+                "pfc": _rate_mark(self.pfc_per_second),
+                "ecn": _rate_mark(self.ecn_per_second),
+            },
         }
 
 
@@ -145,18 +185,24 @@ class GroupRow:
         worst_text = "—"
         if worst is not None and (worst.worst_port or worst.is_problem):
             worst_text = f"{worst.hostname} {worst.worst_port} {worst.worst_port_detail}".strip()
+        into, out = self._known_sum("in_bytes_per_second"), self._known_sum("out_bytes_per_second")
+        pfc, ecn = self._known_sum("pfc_per_second"), self._known_sum("ecn_per_second")
         return {
             "state": self.state,
             "state_label": STATES[self.state],
             "switches": str(len(self.switches)),
             "problems": str(self.problems),
             "load": _load_text(self.mean_load, self.max_load),
-            "traffic": _traffic_text(self._known_sum("in_bytes_per_second"),
-                                     self._known_sum("out_bytes_per_second")),
-            "pfc": event_rate(self._known_sum("pfc_per_second")),
-            "ecn": event_rate(self._known_sum("ecn_per_second")),
+            "traffic": _traffic_text(into, out),
+            "pfc": event_rate(pfc),
+            "ecn": event_rate(ecn),
             "down": str(self.ports_down) if self.mean_load is not None else "—",
             "worst": worst_text,
+            MARKS: {"worst": _worst_mark(worst_text, worst is not None and worst.is_problem,
+                                         self.max_load),
+                    "load": _load_mark(self.mean_load, self.max_load),
+                    "traffic": _rate_mark(into, out), "pfc": _rate_mark(pfc),
+                    "ecn": _rate_mark(ecn)},
         }
 
 
@@ -328,10 +374,19 @@ _STATE_CELLS = ("state", "state_label", "error")
 
 def _row_delta(old: dict | None, new: dict) -> dict:
     """The cells of a row that changed: all of them for a new row or a new state (the page
-    may have to add it), else only those whose text differs."""
+    may have to add it), else only those whose text differs, rate cells only when their value
+    left its bucket (RATE_SIGNIFICANT_DIGITS). Change marks are compared, never sent."""
+    cells = {name: value for name, value in new.items() if name != MARKS}
     if old is None or any(old.get(name) != new.get(name) for name in _STATE_CELLS):
-        return new
-    return {name: value for name, value in new.items() if old.get(name) != value}
+        return cells
+    old_marks, new_marks = old.get(MARKS, {}), new.get(MARKS, {})
+
+    def changed(name: str) -> bool:
+        if old.get(name) == new[name]:
+            return False  # the page shows this already
+        return name not in new_marks or old_marks.get(name) != new_marks[name]
+
+    return {name: value for name, value in cells.items() if changed(name)}
 
 
 def overview_delta(before: dict, after: dict) -> dict:

@@ -54,6 +54,7 @@ class Source(models.TextChoices):
     SLURM = "slurm", "Slurm"
     SWITCH = "switch", "Switch"
     ALERTMANAGER = "alertmanager", "Alertmanager"
+    BMC = "bmc", "BMC event log"
 
 
 class RecoveryMethod(models.TextChoices):
@@ -379,3 +380,24 @@ class RepairPart(models.Model):
     @property
     def installed(self) -> bool:
         return self.swap_id is not None
+
+
+class BmcEventCursor(models.Model):
+    """How far the BMC event poll (faults.services.bmc_events) has read one node's event log.
+
+    BMCs number entries per log and restart numbering when the log is cleared or wraps, so the
+    cursor is the newest entry's time plus the ids seen at that very time (several entries often
+    share a second); an entry is new when it is later, or as late and not among those ids."""
+
+    node = models.OneToOneField(
+        "inventory.Node", on_delete=models.CASCADE, related_name="bmc_event_cursor"
+    )
+    last_created = models.DateTimeField(null=True, blank=True)
+    ids_at_last_created = models.JSONField(default=list, blank=True)
+    polled_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    last_error = models.CharField(max_length=500, blank=True)
+    # The system's Status.Health (OK, Warning, Critical) at the last poll that reached the BMC.
+    health = models.CharField(max_length=16, blank=True)
+
+    def __str__(self) -> str:
+        return f"BMC event cursor of {self.node_id}"

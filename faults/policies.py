@@ -122,6 +122,19 @@ BUILT_IN_RULES: dict[str, Rule] = {
              "transceiver", Severity.MAJOR),
         Rule("rail_imbalance", "Rail imbalance in a running job (Observation 7)",
              Category.INTERCONNECT_SWITCH, "leaf", Severity.MAJOR),
+        # BMC event log entries (faults.services.bmc_events). A GPU entry is Table 13's "GPU
+        # (HW error)"; power supplies, fans, temperatures and host memory have no row of their
+        # own in Table 13, so they wait in "unclassified" for a person to triage.
+        Rule("bmc_gpu", "GPU fault in the BMC event log", _GPU, "hardware_error",
+             Severity.CRITICAL, propose=("drain", "reboot"), propose_vendor_on_repeat=True),
+        Rule("bmc_psu", "Power supply fault in the BMC event log", Category.UNCLASSIFIED, "",
+             Severity.MAJOR, propose=("vendor",)),
+        Rule("bmc_fan", "Fan fault in the BMC event log", Category.UNCLASSIFIED, "",
+             Severity.MAJOR, propose=("vendor",)),
+        Rule("bmc_temperature", "Temperature out of range in the BMC event log",
+             Category.UNCLASSIFIED, "", Severity.MAJOR, propose=("drain",)),
+        Rule("bmc_memory", "Memory fault in the BMC event log", Category.UNCLASSIFIED, "",
+             Severity.MAJOR, propose=("drain", "vendor")),
         Rule("user_report", "Reported by a user", Category.UNCLASSIFIED, "", Severity.MAJOR),
         # A user naming a GPU (ECC errors, a GPU gone): take the node out before more jobs land.
         Rule("user_report_gpu", "GPU problem reported by a user", Category.UNCLASSIFIED, "",

@@ -10,6 +10,8 @@ Definitions (false positives are excluded everywhere, as the paper's on-call eng
 - MTBF per node / per GPU serial: the observed period divided by that component's fault count,
   where the period runs from the start of the range (default: the first ticket's detection) to
   its end (default: now). Components with no fault have no MTBF (not infinity).
+- repair cases per part type and vendor: waiting for the part (requested -> received) versus
+  hands-on (opened -> requested plus received -> installed), and MTTR (opened -> installed).
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ from decimal import ROUND_HALF_UP, Decimal
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from faults.models import Category, FaultTicket, FaultTransition, RecoveryMethod
+from faults.models import Category, FaultTicket, FaultTransition, RecoveryMethod, RepairCase
 from faults.workflow import Status
+from inventory.models import ComponentKind
 
 TAXONOMY = [category for category in Category if category != Category.UNCLASSIFIED]
 
@@ -158,3 +161,73 @@ def _mtbf(counts: Counter, period: timedelta, key: str) -> list[dict]:
         {key: name, "faults": count, "mtbf_hours": _hours(period / count)}
         for name, count in sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     ]
+
+
+def repair_statistics() -> list[dict]:
+    """Per failed part type and vendor: how long the node waited for the part (requested ->
+    received) versus the hands-on time (opened -> requested, and received -> installed), and
+    the MTTR of the case (opened -> installed). Separating the two is the point: a week of
+    lead time and an hour at the rack call for different fixes (spares on site, not faster
+    hands). Means over the cases that have both dates; None when none has."""
+    groups: dict[tuple[str, str], list[RepairCase]] = defaultdict(list)
+    for case in RepairCase.objects.only(
+        "component",
+        "vendor",
+        "opened_at",
+        "waiting_for_part_at",
+        "part_received_at",
+        "installed_at",
+    ):
+        groups[(case.component, case.vendor)].append(case)
+    rows = []
+    for (component, vendor), cases in sorted(groups.items()):
+        waits, hands_on, repairs = [], [], []
+        for case in cases:
+            if case.waiting_for_part_at and case.part_received_at:
+                waits.append(case.part_received_at - case.waiting_for_part_at)
+            if case.installed_at:
+                repairs.append(case.installed_at - case.opened_at)
+                before_wait = (case.waiting_for_part_at or case.opened_at) - case.opened_at
+                after_arrival = case.installed_at - (case.part_received_at or case.opened_at)
+                hands_on.append(before_wait + after_arrival)
+        rows.append(
+            {
+                "component": component,
+                "label": ComponentKind(component).label,
+                "vendor": vendor,
+                "cases": len(cases),
+                "waiting_for_part_hours": _hours(_mean(waits)),
+                "hands_on_hours": _hours(_mean(hands_on)),
+                "mttr_hours": _hours(_mean(repairs)),
+            }
+        )
+    return rows
+
+
+REPAIR_CASE_CSV_HEADER = [
+    "case", "ticket", "category", "component", "vendor", "vendor_case_number", "status",
+    "opened_at", "waiting_for_part_at", "part_received_at", "installed_at", "closed_at",
+    "waiting_for_part_hours", "serials_out", "serials_in",
+]
+
+
+def repair_case_csv_rows():
+    """One row per repair case for the CSV export, with the serials its swaps took out and
+    put in (space-separated when a case has several parts)."""
+
+    def stamp(value):
+        return value.isoformat() if value else ""
+
+    cases = RepairCase.objects.select_related("ticket").prefetch_related("parts__swap")
+    for case in cases.order_by("opened_at", "pk"):
+        swaps = [part.swap for part in case.parts.all() if part.swap_id]
+        waited = case.waited_for_part
+        yield [
+            case.reference, case.ticket.reference, case.ticket.category, case.component,
+            case.vendor, case.vendor_case_number, case.status,
+            stamp(case.opened_at), stamp(case.waiting_for_part_at),
+            stamp(case.part_received_at), stamp(case.installed_at), stamp(case.closed_at),
+            _hours(waited) if waited is not None else "",
+            " ".join(swap.serial_out for swap in swaps if swap.serial_out),
+            " ".join(swap.serial_in for swap in swaps),
+        ]

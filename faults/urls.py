@@ -13,6 +13,7 @@ urlpatterns = [
     path("report/node/<str:hostname>/", views.NodeEventReportView.as_view(),
          name="report-node-event"),
     path("statistics/", views.StatisticsView.as_view(), name="statistics"),
+    path("repair-cases.csv", views.RepairCaseCsvView.as_view(), name="repair-cases-csv"),
     path("<int:pk>/", views.TicketDetailView.as_view(), name="ticket"),
     path("<int:pk>/acknowledge/", views.AcknowledgeView.as_view(), name="acknowledge"),
     path("<int:pk>/transition/", views.TransitionView.as_view(), name="transition"),

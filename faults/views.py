@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
@@ -20,6 +20,7 @@ from faults.services import intake, repairs, tickets
 from faults.services.recovery import recovery_steps, request_recovery, resolve_blockers
 from faults.workflow import Status, allowed_targets
 from inventory.models import ComponentKind, Node, Pod
+from portal.csv_export import csv_writer
 from portal.errors import Conflict, InvalidInput, ServiceError
 from portal.ordering import Ordering, SortableListMixin
 from portal.roles import may
@@ -357,8 +358,26 @@ class StatisticsView(RoleRequiredMixin, TemplateView):
         chart["has_repairs"] = any(hours is not None for hours in chart["mttr"])
         short = [(value, label, SHORT_CATEGORY_LABELS[value])
                  for value, label in Category.choices if value in SHORT_CATEGORY_LABELS]
-        context.update(stats=stats, chart=chart, month_columns=short)
+        context.update(
+            stats=stats, chart=chart, month_columns=short,
+            repair_rows=statistics.repair_statistics(),
+        )
         return context
+
+
+class RepairCaseCsvView(RoleRequiredMixin, View):
+    """Every repair case as CSV, for the vendor review; cells a spreadsheet would run as a
+    formula (a vendor case number typed as `=...`) are neutralised by csv_writer."""
+
+    capability = "read_faults"
+
+    def get(self, request):
+        response = HttpResponse(content_type="text/csv")
+        response["Content-Disposition"] = 'attachment; filename="repair-cases.csv"'
+        writer = csv_writer(response)
+        writer.writerow(statistics.REPAIR_CASE_CSV_HEADER)
+        writer.writerows(statistics.repair_case_csv_rows())
+        return response
 
 
 # -- repair cases (the ticket page's panel) -------------------------------------------------------

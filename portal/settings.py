@@ -399,6 +399,23 @@ BMC_SIMULATOR_POWER_DELAY_SECONDS = env_float(ENV, "BMC_SIMULATOR_POWER_DELAY_SE
 for _name in ("BMC_TIMEOUT", "BMC_PAGE_TIMEOUT", "BMC_POWER_DEADLINE_SECONDS", "BMC_POLL_SECONDS"):
     if globals()[_name] <= 0:
         raise ConfigurationError(f"{_name} must be a positive number of seconds")
+# BMC events as tickets (faults/services/bmc_events.py): how often every node's event log and
+# health are read, how many nodes one run reads (longest unread first) and how many entries of
+# each, and how far back a node's first poll still tickets entries (older ones are history).
+BMC_EVENT_POLL_INTERVAL = env_float(ENV, "BMC_EVENT_POLL_INTERVAL", 60.0)
+BMC_EVENT_POLL_NODES_PER_RUN = env_int(ENV, "BMC_EVENT_POLL_NODES_PER_RUN", 50)
+BMC_EVENT_POLL_ENTRIES = env_int(ENV, "BMC_EVENT_POLL_ENTRIES", 200)
+BMC_EVENT_FIRST_POLL_HOURS = env_float(ENV, "BMC_EVENT_FIRST_POLL_HOURS", 24.0)
+if BMC_EVENT_POLL_INTERVAL <= 0:
+    raise ConfigurationError("BMC_EVENT_POLL_INTERVAL must be a positive number of seconds")
+if BMC_EVENT_POLL_NODES_PER_RUN < 1 or BMC_EVENT_POLL_ENTRIES < 1:
+    raise ConfigurationError("BMC_EVENT_POLL_NODES_PER_RUN and BMC_EVENT_POLL_ENTRIES must be >= 1")
+CELERY_TASK_ROUTES["faults.tasks.poll_bmc_events"] = {"queue": "periodic"}
+CELERY_BEAT_SCHEDULE["faults-poll-bmc-events"] = {
+    "task": "faults.tasks.poll_bmc_events",
+    "schedule": BMC_EVENT_POLL_INTERVAL,
+    "options": {"expires": BMC_EVENT_POLL_INTERVAL},
+}
 
 # --- REST API -----------------------------------------------------------------------------------
 REST_FRAMEWORK = {

@@ -6,5 +6,6 @@
 - `tickets`: what people do to a ticket: move it along the workflow, take it, note, reopen.
 - `state_changes`: fabric and Slurm state changes open tickets, and record when they clear.
 - `recovery`: a ticket's recovery steps in one click, each an Action with the ticket as reason.
+- `fault_history`: the paper's 21 faults of January-March 2025 seeded for the demo and tests.
 - `timeline`: the timeline entries and live events every write above leaves behind.
 """

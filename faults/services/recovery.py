@@ -172,17 +172,14 @@ def request_recovery(*, ticket: FaultTicket, step: str, actor, via: str = "api",
 
 
 def resolve_blockers(ticket: FaultTicket) -> list[str]:
-    """Why resolving `ticket` now may be early: its node still drains or runs jobs."""
+    """Why resolving `ticket` now may be early: its node was taken out of service and its jobs
+    have not left yet (draining), so the fix cannot have been carried out. A node back in
+    service that runs jobs again is no reason to wait."""
     node = ticket.node
-    if node is None:
+    if node is None or node.slurm_state != "draining":
         return []
-    reasons = []
-    if node.slurm_state == "draining":
-        reasons.append(f"{node.hostname} is still draining")
     jobs = power_blockers([node]).get(node.hostname, [])
-    if jobs:
-        reasons.append(f"{node.hostname} runs {', '.join(jobs)}")
-    return reasons
+    return [f"{node.hostname} is still draining" + (f" and runs {', '.join(jobs)}" if jobs else "")]
 
 
 def request_resume_for_ticket(*, ticket: FaultTicket, nodes: list[Node], actor, note: str = "",

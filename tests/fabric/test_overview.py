@@ -10,7 +10,14 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from fabric.overview import clean_overview_filters, fabric_overview, overview_delta
+from fabric.overview import (
+    FabricOverview,
+    GroupRow,
+    SwitchRow,
+    clean_overview_filters,
+    fabric_overview,
+    overview_delta,
+)
 from portal.errors import InvalidInput
 from portal.models import Role
 from tests.fabric.monitoring_support import poll_every_minute
@@ -119,6 +126,54 @@ def test_overview_delta_carries_only_changed_cells():
     assert overview_delta(after, before)["removed"] == ["c"]
 
 
+def _busy_fabric(move: float) -> dict:
+    """event_cells() of 200 leafs in 8 pods, every rate and load scaled by `move`."""
+    rows = [
+        SwitchRow(hostname=f"leaf-{index}", role="leaf", group=f"p{index % 8}", rail=index % 8,
+                  state="ok", mean_load=0.40 * move, max_load=0.60 * move,
+                  in_bytes_per_second=12.0e9 * move, out_bytes_per_second=11.0e9 * move,
+                  pfc_per_second=150.0 * move, ecn_per_second=1200.0 * move, ports_up=64)
+        for index in range(200)
+    ]
+    groups = {}
+    for row in rows:
+        groups.setdefault(row.group, GroupRow(row.group)).switches.append(row)
+    return FabricOverview(groups=list(groups.values()), switches=rows, total_switches=200,
+                          state_counts={"ok": 200}, pods=sorted(groups)).event_cells()
+
+
+def test_a_small_move_everywhere_sends_no_rows_a_large_one_sends_every_row():
+    """Traffic moving 1% on every switch changes the printed third digit of every row ("12.0
+    GB/s" -> "12.1 GB/s") but no value leaves its bucket: nothing goes out. A 30% move does."""
+    before = _busy_fabric(1.0)
+    small = overview_delta(before, _busy_fabric(1.01))
+    assert (len(small["switches"]), len(small["groups"])) == (0, 0)
+    assert "counts" not in small
+    large = overview_delta(before, _busy_fabric(1.3))
+    assert (len(large["switches"]), len(large["groups"])) == (200, 8)
+    assert large["switches"]["leaf-0"] == {
+        "load": "52% / 78%", "traffic": "15.6 GB/s / 14.3 GB/s", "pfc": "195/s", "ecn": "1.6k/s",
+    }
+    assert all("~marks" not in cells for cells in large["switches"].values())
+
+
+def test_a_slow_ramp_reaches_the_page_once_it_leaves_its_bucket():
+    """1% a poll is never sent poll by poll, yet the shown value never drifts more than a
+    bucket: the poll whose value enters the next bucket sends the cell."""
+    shown = _busy_fabric(1.0)["switches"]["leaf-0"]["traffic"]
+    previous, sent = _busy_fabric(1.0), []
+    for step in range(1, 30):
+        current = _busy_fabric(1.01**step)
+        delta = overview_delta(previous, current)["switches"]
+        if "traffic" in delta.get("leaf-0", {}):
+            shown = delta["leaf-0"]["traffic"]
+            sent.append(step)
+        previous = current
+        true_in = 12.0e9 * 1.01**step
+        assert abs(float(shown.split()[0]) * 1e9 - true_in) / true_in < 0.1
+    assert 0 < len(sent) < 10
+
+
 def test_a_poll_publishes_its_delta_on_commit(troubled, monkeypatch,
                                               django_capture_on_commit_callbacks):
     sent = []
@@ -141,3 +196,24 @@ def test_a_poll_publishes_its_delta_on_commit(troubled, monkeypatch,
     assert delta["counts"]["down"] == 0
     # A switch still unreachable shows the same row as before: it is not sent again.
     assert "spine-2" not in delta["switches"]
+
+
+def test_a_quiet_poll_sends_few_rows(troubled, monkeypatch, django_capture_on_commit_callbacks):
+    """A real poll of the emulated fabric where only the traffic's jitter moves (a few percent
+    a port, everywhere): the printed third digit changes on most switches, the delta carries
+    only the rows whose value left its bucket."""
+    sent = []
+    monkeypatch.setattr(
+        "portal.realtime.events.send_now", lambda group, message: sent.append((group, message))
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        poll_every_minute(troubled, 1)
+    delta = next(
+        json.loads(message["payload"])
+        for group, message in sent
+        if message["event"] == "fabric.overview"
+    )
+    from inventory.models import Switch
+
+    assert Switch.objects.count() == 26  # today's main sends 25 of them
+    assert len(delta["switches"]) <= 26 // 4, delta["switches"]

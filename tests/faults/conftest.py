@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from inventory.models import GPU, NIC, Node, Pod, Switch, SwitchPort
+from tests.inventory.bmc_fixtures import mockup_settings, redfish_mockup  # noqa: F401 - fixtures
 
 
 def build_fleet() -> SimpleNamespace:

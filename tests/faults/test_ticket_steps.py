@@ -87,17 +87,22 @@ def test_resolving_while_the_node_drains_or_runs_jobs_needs_confirming(fleet, ma
     assert "gpu001 is still draining" in refused.value.detail["confirm"][0]
     assert FaultTicket.objects.get(pk=ticket.pk).status == Status.TRIAGED
 
-    drained(state="mixed")
     job = Job.objects.create(job_id="4242", user="alice", account="a", state="RUNNING",
                              source="squeue", node_count=1, gpus=8, nodelist="gpu001")
     job.nodes.set([Node.objects.get(hostname="gpu001")])
     with pytest.raises(Conflict) as refused:
         transition_ticket(ticket=ticket, to_status=Status.RESOLVED, actor=oncall,
                           recovery_method="warm_reboot")
-    assert "4242" in refused.value.detail["confirm"][0]
+    assert "gpu001 is still draining and runs job 4242" in refused.value.detail["confirm"][0]
     resolved = transition_ticket(ticket=ticket, to_status=Status.RESOLVED, actor=oncall,
                                  recovery_method="warm_reboot", confirm=True)
     assert resolved.status == Status.RESOLVED
+
+    # A node back in service that runs jobs again is no reason to ask.
+    other = xid_ticket(triaged=True, gpu=6)
+    drained(state="mixed")
+    assert transition_ticket(ticket=other, to_status=Status.RESOLVED, actor=oncall,
+                             recovery_method="warm_reboot").status == Status.RESOLVED
 
 
 def test_verify_clears_the_suspect_gpu_and_resume_stays_offered_while_drained(fleet, make_user):

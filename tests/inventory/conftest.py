@@ -14,7 +14,12 @@ from pathlib import Path
 import pytest
 
 from inventory.topology.spec import spec_from_yaml
-from tests.inventory.bmc_fixtures import redfish_settings, sushy_emulator  # noqa: F401 - fixtures
+from tests.inventory.bmc_fixtures import (  # noqa: F401 - fixtures
+    mockup_settings,
+    redfish_mockup,
+    redfish_settings,
+    sushy_emulator,
+)
 
 SAKURAONE_SPEC_PATH = Path(__file__).resolve().parents[2] / "inventory/fixtures/sakuraone.yaml"
 
