@@ -9,3 +9,10 @@ class InventoryConfig(AppConfig):
         from inventory.revision import connect_signals
 
         connect_signals(self)
+
+        from django.db.backends.signals import connection_created
+
+        from inventory.models.natural_sort import register_on_sqlite_connections
+
+        # The natural sort keys' generated columns call this function (SQLite: per connection).
+        connection_created.connect(register_on_sqlite_connections)

@@ -162,14 +162,18 @@ def _cables_at_switch(switch: Switch) -> QuerySet[Cable]:
 
 def _uplink_cables(switch: Switch) -> QuerySet[Cable]:
     """Active cables from `switch` to a spine port, both ends joined in. Only the uplinks are
-    loaded: a leaf's 50 host cables would triple the rows a trace builds for nothing."""
+    loaded: a leaf's 50 host cables would triple the rows a trace builds for nothing.
+
+    The far end is checked on the joined port's switch, row by row after the index lookup of
+    this switch's ports: a `port_id IN (every spine port)` subquery read every spine's ports in
+    the fleet on each trace, so a trace grew with the fleet."""
     port_ids = list(SwitchPort.objects.filter(switch=switch).values_list("pk", flat=True))
-    spine_ports = SwitchPort.objects.filter(switch__role=Switch.Role.SPINE).values("pk")
+    spine = Switch.Role.SPINE
     return _trace_cables(
         active_cables()
         .filter(
-            Q(a_port_id__in=port_ids, b_port_id__in=spine_ports)
-            | Q(b_port_id__in=port_ids, a_port_id__in=spine_ports)
+            Q(a_port_id__in=port_ids, b_port__switch__role=spine)
+            | Q(b_port_id__in=port_ids, a_port__switch__role=spine)
         )
         .order_by()  # _uplinks sorts by spine and port itself
     )

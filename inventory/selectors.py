@@ -77,7 +77,7 @@ def hardware_search(*, user, query: str, limit: int = 50) -> HardwareSearchResul
         nodes=list(
             nodes.filter(Q(hostname__icontains=text) | Q(serial__icontains=text))
             .select_related("pod", "rack")
-            .order_by("hostname")[:limit]
+            .order_by("hostname_sort_key", "hostname")[:limit]
         ),
         gpus=list(
             GPU.objects.filter(node__in=nodes)
@@ -85,13 +85,13 @@ def hardware_search(*, user, query: str, limit: int = 50) -> HardwareSearchResul
                 Q(uuid__icontains=text) | Q(serial__icontains=text) | Q(pci_bus_id__icontains=text)
             )
             .select_related("node")
-            .order_by("node__hostname", "index")[:limit]
+            .order_by("node__hostname_sort_key", "index")[:limit]
         ),
         nics=list(
             NIC.objects.filter(node__in=nodes)
             .filter(Q(device__iexact=text) | Q(netdev__iexact=text) | Q(mac__icontains=mac))
             .select_related("node", "affinity_gpu")
-            .order_by("node__hostname", "device")[:limit]
+            .order_by("node__hostname_sort_key", "device")[:limit]
         ),
         limit=limit,
     )
@@ -269,7 +269,9 @@ def fabric_summary() -> FabricSummary:
             nodes_per_leaf[switch_id] = nodes_per_leaf.get(switch_id, 0) + nodes
 
     hostnames_by_pod: dict[str, list[str]] = {}
-    for hostname, pod in Node.objects.values_list("hostname", "pod__name").order_by("hostname"):
+    for hostname, pod in Node.objects.values_list("hostname", "pod__name").order_by(
+        "hostname_sort_key", "hostname"
+    ):
         hostnames_by_pod.setdefault(pod or "no pod", []).append(hostname)
     # The database orders pod names as text (p1, p10, p2): the pages list p2 before p10.
     leafs_by_pod = dict(sorted(leafs_by_pod.items(), key=lambda item: natural_key(item[0])))
@@ -469,7 +471,7 @@ def port_list(*, user, switch: Switch | None = None, filters: dict | None = None
             Prefetch("cables_as_a", queryset=cables, to_attr="active_cables_as_a"),
             Prefetch("cables_as_b", queryset=cables, to_attr="active_cables_as_b"),
         )
-        .order_by("switch__hostname", "index", "name")
+        .order_by("switch__hostname_sort_key", "index", "name_sort_key")
     )
 
 
@@ -585,12 +587,29 @@ def part_history(*, user, serial: str) -> list[PartEvent]:
     for swap in swap_list(user=user, filters={"serial": serial}).order_by("swapped_at", "pk"):
         hostname = swap.node.hostname if swap.node_id else None
         if swap.serial_out == serial:
-            events.append(PartEvent(swap.swapped_at, "removed", swap.slot, hostname,
-                                    swap.reference, swap.serial_in, False))
+            events.append(
+                PartEvent(
+                    swap.swapped_at,
+                    "removed",
+                    swap.slot,
+                    hostname,
+                    swap.reference,
+                    swap.serial_in,
+                    False,
+                )
+            )
         if swap.serial_in == serial:
-            events.append(PartEvent(swap.swapped_at, "installed", swap.slot, hostname,
-                                    swap.reference, swap.serial_out,
-                                    swap.returned_from_id is not None))
+            events.append(
+                PartEvent(
+                    swap.swapped_at,
+                    "installed",
+                    swap.slot,
+                    hostname,
+                    swap.reference,
+                    swap.serial_out,
+                    swap.returned_from_id is not None,
+                )
+            )
     return events
 
 

@@ -99,7 +99,7 @@ class _Fleet:
                 "rail",
                 "speed_gbps",
                 "affinity_gpu__node_id",
-            ).order_by("node__hostname", "device")
+            ).order_by("node__hostname_sort_key", "device")
         }
         self.ports = {
             row[0]: _Port(*row)
@@ -111,7 +111,7 @@ class _Fleet:
             row[0]: _Switch(*row)
             for row in Switch.objects.values_list(
                 "id", "hostname", "role", "pod_id", "rail", "status"
-            ).order_by("hostname")
+            ).order_by("hostname_sort_key", "hostname")
         }
         self.pods = dict(Pod.objects.values_list("id", "name"))
         self.cables = [

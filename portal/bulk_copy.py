@@ -14,6 +14,16 @@ from django.db import connection
 from django.db.models import Field, JSONField, Model
 
 
+def written_fields(model: type[Model]) -> list[Field]:
+    """The columns a bulk write fills: every concrete field but the primary key and the
+    generated ones (e.g. the natural sort keys), which PostgreSQL computes and refuses in COPY."""
+    return [
+        f
+        for f in model._meta.concrete_fields
+        if not f.primary_key and not getattr(f, "generated", False)
+    ]
+
+
 def copy_rows(cursor, table: str, fields: list[Field], rows: Iterable[list]) -> None:
     """COPY `rows` (lists of values in `fields` order) into `table`, a quoted table name.
 
@@ -40,7 +50,7 @@ def bulk_upsert(model: type[Model], rows: list[dict], *, unique_fields: list[str
     """
     if not rows:
         return
-    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    fields = written_fields(model)
     unique_columns = [model._meta.get_field(name).column for name in unique_fields]
     updated = [f.column for f in fields if f.column not in unique_columns]
     if connection.vendor != "postgresql":

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from django.db import IntegrityError
 from django.db.models.deletion import ProtectedError, RestrictedError
+from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import viewsets
 from rest_framework.decorators import action
+from rest_framework.filters import SearchFilter
 from rest_framework.generics import get_object_or_404
 from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
@@ -20,6 +22,7 @@ from inventory.api import fast_lists
 from inventory.api import serializers as inventory_serializers
 from inventory.api.bulk import with_bulk_writes
 from inventory.api.errors import integrity_error_fields
+from inventory.api.ordering import NaturalOrderingFilter
 from inventory.api.pagination import InventoryCursorPagination
 from inventory.api.parsers import TextYAMLParser, YAMLParser
 from inventory.api.prefetch import related_paths
@@ -54,6 +57,9 @@ class InventoryViewSet(SelectorQuerysetMixin, AuditedModelMixin, viewsets.ModelV
 
     read_capability = "read_inventory"
     write_capability = "write_inventory"
+    filter_backends = [DjangoFilterBackend, SearchFilter, NaturalOrderingFilter]
+    # {name field: its stored natural sort key}; the default order is the models' Meta.ordering.
+    natural_ordering: dict[str, str] = {}
 
     def get_queryset(self):
         queryset = super().get_queryset()
@@ -116,6 +122,7 @@ class RackViewSet(InventoryViewSet):
     filterset_class = filtersets.RackFilterSet
     search_fields = ["name"]
     ordering_fields = ["name", "created_at"]
+    natural_ordering = {"name": "name_sort_key"}
 
     def restrict_queryset(self, user):
         return Rack.objects.all()  # racks name no tenant's data
@@ -128,6 +135,7 @@ class NodeViewSet(InventoryViewSet):
     filterset_class = filtersets.NodeFilterSet
     search_fields = ["hostname", "serial", "model"]
     ordering_fields = ["hostname", "status", "slurm_state", "created_at", "updated_at"]
+    natural_ordering = {"hostname": "hostname_sort_key"}
     # Reading the power state and the impact is the first half of acting on it.
     action_capabilities = {"power": "power"}
 
@@ -242,6 +250,7 @@ class SwitchViewSet(InventoryViewSet):
     filterset_class = filtersets.SwitchFilterSet
     search_fields = ["hostname", "serial", "model", "nos_version"]
     ordering_fields = ["hostname", "role", "rail", "status", "created_at"]
+    natural_ordering = {"hostname": "hostname_sort_key"}
 
     def restrict_queryset(self, user):
         return selectors.switch_list(user=user)
@@ -267,6 +276,7 @@ class SwitchPortViewSet(CursorPaginatedMixin, InventoryViewSet):
     filterset_class = filtersets.SwitchPortFilterSet
     search_fields = ["name", "alias", "description", "switch__hostname"]
     ordering_fields = ["id", "index", "name"]
+    natural_ordering = {"name": "name_sort_key"}
     # The fabric behind a NIC (leafs, spines) is not part of a tenant's slice (see selectors).
     action_capabilities = {"cable_trace": "read_fabric"}
 

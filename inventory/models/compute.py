@@ -6,6 +6,7 @@ from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import Q
 
+from inventory.models.natural_sort import natural_sort_key
 from inventory.models.topology import LifecycleStatus, Pod, Rack
 
 GPUS_PER_NODE = 8
@@ -16,6 +17,7 @@ class Node(models.Model):
     """A GPU server. Hardware facts come from the topology spec; Slurm facts from the jobs app."""
 
     hostname = models.CharField(max_length=64, unique=True)
+    hostname_sort_key = natural_sort_key("hostname")  # gpu2 < gpu10 < gpu100
     serial = models.CharField(max_length=64, blank=True)
     model = models.CharField(max_length=100, blank=True)
     cpu_model = models.CharField(max_length=100, blank=True)
@@ -75,7 +77,7 @@ class Node(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        ordering = ["hostname"]
+        ordering = ["hostname_sort_key", "hostname"]
         constraints = [
             models.UniqueConstraint(
                 fields=["serial"], condition=~Q(serial=""), name="node_serial_unique"
@@ -102,7 +104,7 @@ class GPU(models.Model):
     pci_bus_id = models.CharField("PCI bus id", max_length=32, blank=True)
 
     class Meta:
-        ordering = ["node__hostname", "index"]
+        ordering = ["node__hostname_sort_key", "index"]
         verbose_name = "GPU"
         constraints = [
             models.UniqueConstraint(fields=["node", "index"], name="gpu_index_unique_per_node"),
@@ -154,7 +156,7 @@ class NIC(models.Model):
     )
 
     class Meta:
-        ordering = ["node__hostname", "device"]
+        ordering = ["node__hostname_sort_key", "device"]
         verbose_name = "NIC"
         indexes = [models.Index(fields=["role", "rail"])]
         constraints = [

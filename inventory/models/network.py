@@ -7,6 +7,7 @@ from django.db import models
 from django.db.models import F, Q
 
 from inventory.models.compute import NIC, RAILS
+from inventory.models.natural_sort import natural_sort_key
 from inventory.models.topology import LifecycleStatus, Pod, Rack
 
 
@@ -18,6 +19,7 @@ class Switch(models.Model):
         MANAGEMENT = "management"
 
     hostname = models.CharField(max_length=64, unique=True)
+    hostname_sort_key = natural_sort_key("hostname")  # leaf2 < leaf10
     role = models.CharField(max_length=16, choices=Role.choices, db_index=True)
     pod = models.ForeignKey(
         Pod, null=True, blank=True, on_delete=models.PROTECT, related_name="switches"
@@ -53,7 +55,7 @@ class Switch(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        ordering = ["hostname"]
+        ordering = ["hostname_sort_key", "hostname"]
         verbose_name_plural = "switches"
         constraints = [
             models.CheckConstraint(
@@ -91,6 +93,7 @@ class SwitchPort(models.Model):
 
     switch = models.ForeignKey(Switch, on_delete=models.CASCADE, related_name="ports")
     name = models.CharField(max_length=64, help_text="SONiC name, e.g. Ethernet0")
+    name_sort_key = natural_sort_key("name")  # Ethernet2 < Ethernet10
     alias = models.CharField(max_length=64, blank=True, help_text="e.g. Eth1/1(Port1)")
     index = models.PositiveIntegerField(
         default=0, help_text="First lane number, for ordering (Ethernet264 -> 264)"
@@ -110,7 +113,7 @@ class SwitchPort(models.Model):
     description = models.CharField(max_length=200, blank=True)
 
     class Meta:
-        ordering = ["switch__hostname", "index", "name"]
+        ordering = ["switch__hostname_sort_key", "index", "name_sort_key"]
         constraints = [
             models.UniqueConstraint(fields=["switch", "name"], name="switchport_name_unique"),
             models.CheckConstraint(condition=Q(speed_gbps__gt=0), name="switchport_speed_positive"),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django.db import models
 
+from inventory.models.natural_sort import natural_sort_key
+
 
 class LifecycleStatus(models.TextChoices):
     """Lifecycle of a piece of hardware, shared by nodes and switches."""
@@ -30,13 +32,14 @@ class Pod(models.Model):
 
 class Rack(models.Model):
     name = models.CharField(max_length=64, unique=True)
+    name_sort_key = natural_sort_key("name")  # rack2 < rack10
     pod = models.ForeignKey(
         Pod, null=True, blank=True, on_delete=models.PROTECT, related_name="racks"
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["name"]
+        ordering = ["name_sort_key", "name"]
 
     def __str__(self) -> str:
         return self.name

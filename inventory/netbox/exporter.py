@@ -128,8 +128,12 @@ class _Planner:
         self.interface_ids: dict[tuple[str, str], int] = {}
 
     def plan(self) -> list[_Write]:
-        nodes = list(Node.objects.select_related("pod", "rack").order_by("hostname"))
-        switches = list(Switch.objects.select_related("pod", "rack").order_by("hostname"))
+        nodes = list(
+            Node.objects.select_related("pod", "rack").order_by("hostname_sort_key", "hostname")
+        )
+        switches = list(
+            Switch.objects.select_related("pod", "rack").order_by("hostname_sort_key", "hostname")
+        )
         devices = self._plan_devices(nodes, switches)
         self._plan_interfaces(nodes, switches, devices)
         self._plan_cables(devices)
@@ -286,7 +290,7 @@ class _Planner:
         for nic in (
             NIC.objects.filter(node__in=nodes)
             .select_related("node")
-            .order_by("node__hostname", "device")
+            .order_by("node__hostname_sort_key", "device")
         ):
             row = {"device": nic.device, "role": nic.role, "speed_gbps": nic.speed_gbps}
             wanted.append((nic.node.hostname, mapping.nic_interface_body(row), None))
@@ -296,7 +300,9 @@ class _Planner:
                 )
                 wanted.append((nic.node.hostname, body, nic.device))
         ports = SwitchPort.objects.filter(switch__in=switches, breakout_mode="")
-        for port in ports.select_related("switch").order_by("switch__hostname", "index", "name"):
+        for port in ports.select_related("switch").order_by(
+            "switch__hostname_sort_key", "index", "name_sort_key"
+        ):
             row = {
                 "name": port.name,
                 "speed_gbps": port.speed_gbps,

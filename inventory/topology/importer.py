@@ -35,7 +35,7 @@ from inventory.topology.expand import expand_spec
 from inventory.topology.plan import End, Plan
 from inventory.topology.reading import SpecErrors
 from inventory.topology.spec import read_spec
-from portal.bulk_copy import copy_rows
+from portal.bulk_copy import copy_rows, written_fields
 from portal.errors import InvalidInput
 from portal.services.audit import record_change
 
@@ -400,7 +400,7 @@ class _Writer:
         if connection.vendor != "postgresql":
             model.objects.bulk_create([model(**row) for row in rows])
             return
-        fields = [each for each in model._meta.concrete_fields if not each.primary_key]
+        fields = written_fields(model)
         defaults = [
             self.now
             if getattr(each, "auto_now", False) or getattr(each, "auto_now_add", False)

@@ -138,3 +138,32 @@ def test_nodes_behind_a_storage_switch_and_a_spine(sakuraone):
     assert {row.nic.device for row in rows} == {"mlx5_bond_0"}
     assert {row.rail for row in rows} == {None}
     assert nodes_behind_switch(Switch.objects.get(hostname="spine-1")) == []
+
+
+def test_trace_through_the_api_costs_the_same_queries_in_a_larger_fleet(
+    sakuraone, sakuraone_spec, operator_api
+):
+    """The API's trace of one rail NIC reads a fixed number of rows' worth of queries whatever
+    the fleet's size: scale 1, then the same NIC after the fleet grows to scale 3."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from inventory.topology.importer import import_topology
+    from tests.inventory.api_helpers import API
+
+    url = f"{API}/nics/{nic('gpu051', 'mlx5_11').pk}/trace/"
+
+    def traced() -> tuple[int, dict]:
+        with CaptureQueriesContext(connection) as queries:
+            response = operator_api.get(url)
+        assert response.status_code == 200, response.content
+        return len(queries), response.json()
+
+    traced()  # the client's first request does one-off reads; compare warm requests
+    small_count, small = traced()
+    import_topology(sakuraone_spec, scale=3)
+    assert NIC.objects.count() == 3 * 1200  # the fleet did grow
+    large_count, large = traced()
+    assert large_count == small_count
+    assert (large["switch"]["hostname"], len(large["uplinks"])) == ("leaf-p2-r7", 32)
+    assert small["switch"]["hostname"] == "leaf-p2-r7"
