@@ -101,6 +101,10 @@ def _node_steps(ticket: FaultTicket, node: Node) -> list[RecoveryStep]:
         # The checked way back comes before the plain resume (jobs/validation_run.py); a node
         # NHC drained is NHC's to resume.
         validate = RecoveryStep("validate", f"Validate, then resume {node.hostname}", "resume")
+        if ticket.status in OPEN_STATUSES and ticket.signal_cleared_at is not None:
+            # The signal cleared by itself (the link is up, the node answers): its cause is gone
+            # and the plain resume is the next step; validation stays offered.
+            return [resume, validate]
         return [validate, resume, *recover] if _cleared(ticket) else [*recover, validate, resume]
     # Once the fault is behind the node, bringing it back is the next step; before, recovering it.
     return [resume, *recover] if _cleared(ticket) else [*recover, resume]

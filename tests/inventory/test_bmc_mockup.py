@@ -54,7 +54,7 @@ def test_the_event_log_reads_what_was_appended_newest_first(mockup_settings, red
 
 
 def test_gpus_are_matched_by_serial_or_uuid_never_by_number(mockup_settings, redfish_mockup):
-    node = Node.objects.create(hostname="gpu001")
+    node = Node.objects.create(hostname="mockup-gpu-node")  # not a SAKURAONE name
     bmc_gpus = get_bmc_driver().gpus(_target(redfish_mockup.url))
     assert [gpu.bmc_id for gpu in bmc_gpus] == [f"GPU_SXM_{n}" for n in range(1, 9)]
     sxm1, sxm2 = bmc_gpus[0], bmc_gpus[1]
