@@ -37,6 +37,12 @@ JOBS = {
 }
 
 
+# One worker runs this module: its module-scoped site (Prometheus, Alertmanager, exporters) was
+# otherwise started once per xdist worker, at the same time, and one Alertmanager exited during
+# start in a full run.
+pytestmark = pytest.mark.xdist_group("telemetry-site")
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     # Not on live_server: pytest-django would make every test here transactional (a flush each).
