@@ -49,6 +49,12 @@ def _error_text(error: ServiceError) -> str:
     return str(error.detail)
 
 
+def _show_refusal_on(form, refused: ServiceError) -> None:
+    """A service's refusal on the form that asked, each problem beside its field."""
+    for field, problems in (refused.detail.items() if isinstance(refused.detail, dict) else []):
+        form.add_error(field if field in form.fields else None, problems)
+
+
 def _visible_ticket(request, pk: int):
     ticket = selectors.ticket_get(user=request.user, pk=pk)
     if ticket is None:
@@ -292,9 +298,7 @@ class ReportView(RoleRequiredMixin, View):
                     category=data["category"], description=data["description"],
                 )
             except ServiceError as refused:
-                for field, problems in (refused.detail.items()
-                                        if isinstance(refused.detail, dict) else []):
-                    form.add_error(field if field in form.fields else None, problems)
+                _show_refusal_on(form, refused)
             else:
                 word = "opened" if created else "added to the open ticket"
                 messages.success(request, f"Report {word}: {ticket.reference}.")
@@ -327,9 +331,7 @@ class NodeEventReportView(RoleRequiredMixin, View):
                 ticket, created = intake.submit_node_event(reported_by=request.user,
                                                            event=form.event())
             except ServiceError as refused:
-                for field, problems in (refused.detail.items()
-                                        if isinstance(refused.detail, dict) else []):
-                    form.add_error(field if field in form.fields else None, problems)
+                _show_refusal_on(form, refused)
             else:
                 word = "opened" if created else "added to the open ticket"
                 messages.success(request, f"Event reported, {word}: {ticket.reference}.")
