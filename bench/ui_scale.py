@@ -10,13 +10,15 @@ polls the whole fabric through the in-process emulated driver (`--polls`, timed;
 starts the portal's ASGI server (`manage.py rundemo`, daphne) on a free loopback port, logs in
 through the login form like a browser and times each page over one keep-alive connection:
 dashboard (`/`), node list (`/inventory/`), fabric overview (`/fabric/`), topology
-(`/inventory/topology/`) and validation (`/inventory/validation/`): bytes, p50 and p95.
+(`/inventory/topology/`), validation (`/inventory/validation/`) and every other page an operator
+opens (MORE_PAGES: node and spine pages, switch, cable, fault, job, Action and audit lists,
+search), then each API list's first page with a token (API_LISTS): bytes, p50 and p95.
 
 Then one more poll, with one port made hot and one cable cut in the emulator, while a websocket
 client subscribed to "fabric.overview" waits for the poll's delta: its size on the wire, and how
 many switch and group rows it carries (the page applies it in place; it never re-reads itself).
-The JSON ends with "targets": each page under 1 MB and 500 ms p50, the fabric overview under
-300 kB, and the delta under 50 kB, true or false.
+The JSON ends with "targets": each page and API list under 1 MB and 500 ms p50, the fabric
+overview under 300 kB, and the delta under 50 kB, true or false.
 
 REDIS_URL is required: the server and this process share the Redis channel layer (so the poll
 here reaches the server's websockets), and with it the server runs no periodic tasks of its own
@@ -49,6 +51,47 @@ PAGES = {
     "fabric_overview": "/fabric/",
     "topology": "/inventory/topology/",
     "validation": "/inventory/validation/",
+}
+# The other pages an operator opens (issue 28 item 8), each with the fleet's own names filled in
+# by `fleet_pages`: a node in the middle of the fleet, and a spine (its port count grows with
+# the fleet: the longest switch page). Lists of tickets, jobs, Actions and audit rows grow with
+# time, not with the fleet; they are timed as the fleet-sized page frames they are here.
+MORE_PAGES = {
+    "node_detail": "/inventory/nodes/{node}/",
+    "switch_list": "/inventory/switches/",
+    "switch_detail_spine": "/inventory/switches/{spine}/",
+    "fabric_switch_spine": "/fabric/switches/{spine}/",
+    "fabric_switch_ports_spine": "/fabric/switches/{spine}/ports/",
+    "rail_health": "/fabric/rail-health/",
+    "lldp": "/fabric/lldp/",
+    "cable_list": "/inventory/cables/",
+    "search_node": "/search/?q={node}",
+    "faults_board": "/faults/",
+    "ticket_list": "/faults/tickets/",
+    "fault_statistics": "/faults/statistics/",
+    "job_list": "/jobs/",
+    "job_analytics": "/jobs/analytics/",
+    "action_list": "/actions/",
+    "audit_list": "/audit/",
+}
+# Each API list's first page as automation reads it (token, default page size).
+API_LISTS = {
+    "api_nodes": "/api/inventory/nodes/",
+    "api_gpus": "/api/inventory/gpus/",
+    "api_nics": "/api/inventory/nics/",
+    "api_switches": "/api/inventory/switches/",
+    "api_ports": "/api/inventory/ports/",
+    "api_cables": "/api/inventory/cables/",
+    "api_racks": "/api/inventory/racks/",
+    "api_fabric_switches": "/api/fabric/switches/",
+    "api_fabric_ports": "/api/fabric/ports/",
+    "api_fabric_aggregates_switches": "/api/fabric/aggregates/switches/",
+    "api_fabric_aggregates_rails": "/api/fabric/aggregates/rails/",
+    "api_rail_health_node": "/api/fabric/rail-health/?nodes={node}",
+    "api_jobs": "/api/jobs/jobs/",
+    "api_tickets": "/api/faults/tickets/",
+    "api_actions": "/api/actions/",
+    "api_search_node": "/api/search/?q={node}",
 }
 TARGET_P50_MS = 500.0
 TARGET_BYTES = 1_000_000
@@ -222,7 +265,7 @@ def run_scale(scale: int, *, reads: int, polls: int, database_url: str) -> dict:
     call_command("migrate", verbosity=0)
 
     from fabric.drivers.emulated import build_emulated_fabric, reset_emulated_fabric
-    from inventory.models import Switch, SwitchPort
+    from inventory.models import Node, Switch, SwitchPort
     from inventory.topology.importer import import_topology
     from inventory.topology.spec import spec_from_yaml
     from portal.services.accounts import api_token_create, user_create
@@ -250,6 +293,10 @@ def run_scale(scale: int, *, reads: int, polls: int, database_url: str) -> dict:
         "hostname", flat=True
     )
     hot_leaf, cut_leaf = list(leaf[:2])
+    nodes = list(Node.objects.order_by("hostname_sort_key").values_list("hostname", flat=True))
+    names = {"node": nodes[len(nodes) // 2],
+             "spine": Switch.objects.filter(role="spine").order_by("hostname")
+             .values_list("hostname", flat=True).first()}
     connections.close_all()
 
     def fabric_changes():
@@ -264,8 +311,16 @@ def run_scale(scale: int, *, reads: int, polls: int, database_url: str) -> dict:
         server.wait_until_ready(session, timeout=120)
         log_in(session, server.url, user.username)
         result["pages"] = {
-            name: time_page(session, server.url + path, reads) for name, path in PAGES.items()
+            name: time_page(session, server.url + path.format(**names), reads)
+            for name, path in {**PAGES, **MORE_PAGES}.items()
         }
+        api = requests.Session()
+        api.headers["Authorization"] = f"Token {token}"
+        result["api_lists"] = {
+            name: time_page(api, server.url + path.format(**names), reads)
+            for name, path in API_LISTS.items()
+        }
+        api.close()
         result["fabric_overview_delta"] = asyncio.run(
             delta_of_one_poll(server.url, token, fabric_changes)
         )
@@ -279,7 +334,7 @@ def run_scale(scale: int, *, reads: int, polls: int, database_url: str) -> dict:
 def verdict(runs: dict) -> dict:
     checks = {}
     for key, run in runs.items():
-        for name, page in run.get("pages", {}).items():
+        for name, page in {**run.get("pages", {}), **run.get("api_lists", {})}.items():
             checks[f"{name}_{key}_p50_under_{TARGET_P50_MS:g}ms"] = page["p50_ms"] < TARGET_P50_MS
             checks[f"{name}_{key}_under_1MB"] = page["bytes"] < TARGET_BYTES
         if "fabric_overview" in run.get("pages", {}):
