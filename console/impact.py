@@ -13,11 +13,11 @@ own nodes and jobs, a viewer sees the hardware side but no jobs or tenants.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
-from django.db.models import Prefetch, Q
+from django.db.models import Case, Count, F, Prefetch, Q, Sum, When
+from django.db.models.functions import Coalesce, Least
 from django.utils import timezone
 
 from inventory.hostlist import compress_hostlist, expand_hostlist
@@ -198,8 +198,16 @@ def _resolve_switch(user, name: str) -> Reach:
     if switch.rail is not None:
         words.append(f"rail {switch.rail}")
     reach = Reach("switch", f"{switch.hostname} ({', '.join(words)})")
-    cables = active_cables().filter(Q(a_port__switch=switch) | Q(b_port__switch=switch))
-    _lose_cables(reach, _cables_with_ends(cables))
+    # The switch's ports as a subquery: a filter on either end's joined switch would join
+    # every cable of the fabric to its ports.
+    ports = SwitchPort.objects.filter(switch=switch).values("pk")
+    cables = active_cables().filter(Q(a_port_id__in=ports) | Q(b_port_id__in=ports))
+    # Only the cables to NICs are needed whole; of the switch-to-switch ones (a fleet's spine
+    # has thousands) the ids are enough.
+    _lose_cables(reach, _cables_with_ends(cables.filter(Q(a_nic__isnull=False)
+                                                        | Q(b_nic__isnull=False))))
+    reach.uplink_cable_ids.update(
+        cables.filter(a_nic__isnull=True, b_nic__isnull=True).values_list("pk", flat=True))
     reach.crosses_spine = switch.role == Switch.Role.SPINE
     return reach
 
@@ -364,45 +372,35 @@ def _tenants_hit(user, jobs: list[Job], node_ids: list[int]) -> list[dict]:
     return sorted(rows.values(), key=lambda row: row["slug"])
 
 
-def _uplink_rows():
-    """Active leaf-spine cables with each end's switch role, pod and speed; one query."""
-    ends = ("switch__role", "switch__pod_id", "switch__pod__name", "speed_gbps")
-    return (
-        active_cables()
-        .filter(a_port__isnull=False, b_port__isnull=False)
-        .filter(
-            Q(a_port__switch__role=Switch.Role.SPINE) | Q(b_port__switch__role=Switch.Role.SPINE)
-        )
-        .values_list("pk", *(f"a_port__{end}" for end in ends), *(f"b_port__{end}" for end in ends))
-    )
-
-
 def _bisection_lost(cable_ids: set[int]) -> list[dict]:
     """Per pod, the uplink capacity (leaf to spine) the lost cables carry, of the pod's total:
-    with full bisection (uplink = downlink capacity) that is the share of bisection lost."""
-    total: dict[int, int] = defaultdict(int)
-    lost: dict[int, int] = defaultdict(int)
-    names: dict[int, str] = {}
-    for pk, a_role, a_pod, a_pod_name, a_speed, b_role, b_pod, b_pod_name, b_speed in (
-        _uplink_rows()
-    ):
-        if a_role == Switch.Role.LEAF:
-            pod, pod_name = a_pod, a_pod_name
-        elif b_role == Switch.Role.LEAF:
-            pod, pod_name = b_pod, b_pod_name
-        else:
-            continue
-        if pod is None:
-            continue
-        speed = min(a_speed or 0, b_speed or 0)
-        names[pod] = pod_name
-        total[pod] += speed
-        if pk in cable_ids:
-            lost[pod] += speed
+    with full bisection (uplink = downlink capacity) that is the share of bisection lost.
+    A cable's capacity is its slower end's speed. Summed in the database, one grouped query:
+    a fleet's spine carries thousands of the fabric's tens of thousands of uplinks."""
+    leaf, spine = Switch.Role.LEAF, Switch.Role.SPINE
+    def leaf_end(field: str) -> Case:
+        return Case(When(a_port__switch__role=leaf, then=F(f"a_port__switch__pod__{field}")),
+                    When(b_port__switch__role=leaf, then=F(f"b_port__switch__pod__{field}")),
+                    default=None)
+
+    capacity = Least(Coalesce("a_port__speed_gbps", 0), Coalesce("b_port__speed_gbps", 0))
+    lost = Q(pk__in=cable_ids)
+    rows = (
+        active_cables()
+        .filter(a_port__isnull=False, b_port__isnull=False)
+        .filter(Q(a_port__switch__role=spine) | Q(b_port__switch__role=spine))
+        .annotate(pod_id=leaf_end("id"), pod_name=leaf_end("name"))
+        .exclude(pod_id=None)
+        .values("pod_id", "pod_name")
+        .annotate(total=Sum(capacity), lost=Sum(capacity, filter=lost),
+                  lost_cables=Count("pk", filter=lost))
+        .filter(lost_cables__gt=0)
+    )
     return [
-        {"pod_id": pod, "pod": names[pod], "lost_gbps": lost[pod], "total_gbps": total[pod],
-         "lost_fraction": round(lost[pod] / total[pod], 4) if total[pod] else 0.0}
-        for pod in sorted(lost, key=lambda pod: names[pod])
+        {"pod_id": row["pod_id"], "pod": row["pod_name"], "lost_gbps": row["lost"] or 0,
+         "total_gbps": row["total"] or 0,
+         "lost_fraction": round((row["lost"] or 0) / row["total"], 4) if row["total"] else 0.0}
+        for row in sorted(rows, key=lambda row: row["pod_name"])
     ]
 
 

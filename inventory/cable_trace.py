@@ -148,18 +148,6 @@ def _far_end(cable: Cable, *, nic_id: int | None = None, port_id: int | None = N
     return cable.a_nic, cable.a_port
 
 
-def _cables_at_switch(switch: Switch) -> QuerySet[Cable]:
-    """Active cables with an end on `switch`, both ends joined in.
-
-    The switch's port ids are read first (one indexed query): a filter on the joined ports'
-    switch on either side would make PostgreSQL join every cable to every port.
-    """
-    port_ids = list(SwitchPort.objects.filter(switch=switch).values_list("pk", flat=True))
-    return cables_with_ends(
-        active_cables().filter(Q(a_port_id__in=port_ids) | Q(b_port_id__in=port_ids))
-    )
-
-
 def _uplink_cables(switch: Switch) -> QuerySet[Cable]:
     """Active cables from `switch` to a spine port, both ends joined in. Only the uplinks are
     loaded: a leaf's 50 host cables would triple the rows a trace builds for nothing.
@@ -270,9 +258,16 @@ class NodeBehindPort(NamedTuple):
 
 def nodes_behind_switch(switch: Switch) -> list[NodeBehindPort]:
     """Each port of `switch` with the node, NIC and rail on its far end, in port order; two
-    queries."""
+    queries. Only the cables to a NIC are loaded: a fleet's spine has thousands of cables to
+    leafs and none to a node. The switch's port ids are read first (one indexed query): a
+    filter on the joined ports' switch on either side would join every cable to every port."""
+    port_ids = list(SwitchPort.objects.filter(switch=switch).values_list("pk", flat=True))
+    to_nodes = cables_with_ends(active_cables().filter(
+        Q(a_port_id__in=port_ids, b_nic__isnull=False)
+        | Q(b_port_id__in=port_ids, a_nic__isnull=False)
+    ))
     rows = []
-    for cable in _cables_at_switch(switch):
+    for cable in to_nodes:
         if cable.a_port_id and cable.a_port.switch_id == switch.pk:
             port, nic = cable.a_port, cable.b_nic
         else:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from django.db.models import Count, Prefetch, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
 
 from inventory.hostlist import compress_hostlist, expand_hostlist
 from inventory.models import (
@@ -473,6 +473,19 @@ def port_list(*, user, switch: Switch | None = None, filters: dict | None = None
         )
         .order_by("switch__hostname_sort_key", "index", "name_sort_key")
     )
+
+
+def switch_port_cabling_counts(switch: Switch) -> dict[str, int]:
+    """How many of the switch's ports there are (cages and breakout halves), how many carry an
+    active cable, and how many of those lead to another switch: counted in the database, as
+    the switch page shows one page of its ports."""
+    active = active_cables()
+    here = OuterRef("pk")
+    cabled = Exists(active.filter(Q(a_port=here) | Q(b_port=here)))
+    to_switch = Exists(active.filter(Q(a_port=here, b_port__isnull=False)
+                                     | Q(b_port=here, a_port__isnull=False)))
+    return switch.ports.aggregate(ports=Count("pk"), cabled=Count("pk", filter=Q(cabled)),
+                                  to_switches=Count("pk", filter=Q(to_switch)))
 
 
 def cable_list(*, user, filters: dict | None = None) -> QuerySet[Cable]:

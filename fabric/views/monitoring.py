@@ -13,6 +13,7 @@ from fabric.overview import ROLE_FILTERS, STATES, clean_overview_filters, fabric
 from fabric.rail_health import detect_rail_imbalance, rail_throughput_for_nodes
 from inventory.cable_trace import nodes_behind_switch
 from inventory.selectors import nodes_from_hostlist
+from portal import pagination
 from portal.errors import InvalidInput, NotFound
 from portal.ordering import Ordering, SortableListMixin
 from portal.roles import may
@@ -95,7 +96,10 @@ class SwitchDetailView(RoleRequiredMixin, TemplateView):
             poll=getattr(switch, "poll_state", None),
             port_counts=selectors.switch_port_counts(switch),
             maintenance=selectors.running_maintenance(switch),
-            ports=selectors.monitored_ports(user=user, switch=switch),
+            ports=pagination.page_of_rows(
+                selectors.monitored_ports(user=user, switch=switch),
+                self.request.GET.get("page"), pagination.SWITCH_PORT_ROWS_PER_PAGE,
+            ),
             nodes_behind=nodes_behind_switch(switch),
             may_act=may(user, "act_on_switch"),
         )

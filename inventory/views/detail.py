@@ -15,6 +15,7 @@ from inventory.hostlist import compress_hostlist
 from inventory.models import NIC
 from inventory.ui_panels import node_panels, switch_panels
 from inventory.views.base import InventoryPageMixin, is_htmx
+from portal import pagination
 
 RAIL_TOP, RAIL_ROW = 24, 36
 
@@ -102,10 +103,12 @@ class SwitchDetailView(InventoryPageMixin, TemplateView):
         switch = selectors.switch_get(user=user, hostname=kwargs["hostname"])
         behind = cable_trace.nodes_behind_switch(switch)
         behind_by_port = {row.port.pk: row for row in behind}
-        # A broken-out cage shares its first lane with its first half: list the cage first.
-        ports = sorted(
-            selectors.port_list(user=user, switch=switch),
-            key=lambda port: (port.index, not port.breakout_mode, port.name),
+        # A broken-out cage shares its first lane with its first half: list the cage first
+        # (a cage's breakout_mode is set, a half's and a plain port's empty).
+        ports = pagination.page_of_rows(
+            selectors.port_list(user=user, switch=switch).order_by(
+                "index", "-breakout_mode", "name_sort_key"),
+            self.request.GET.get("page"), pagination.SWITCH_PORT_ROWS_PER_PAGE,
         )
         rows = [(port, selectors.port_link(port), behind_by_port.get(port.pk)) for port in ports]
         hostnames_by_rail = defaultdict(list)
@@ -114,8 +117,8 @@ class SwitchDetailView(InventoryPageMixin, TemplateView):
         context.update(
             switch=switch,
             port_rows=rows,
-            cabled_count=sum(1 for _, link, _ in rows if link),
-            switch_link_count=sum(1 for _, link, _ in rows if link and link.port),
+            ports_page=ports,
+            port_counts=selectors.switch_port_cabling_counts(switch),
             behind=behind,
             behind_by_rail=[
                 (rail, compress_hostlist(names), len(names))

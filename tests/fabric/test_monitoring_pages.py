@@ -96,6 +96,27 @@ def test_nodes_behind_a_leaf(browser_as, polled):
     assert "mlx5_4" in html  # rail 3's NIC
 
 
+def test_a_switch_with_more_ports_than_a_page_shows_them_page_by_page(
+    browser_as, polled, monkeypatch
+):
+    # A fleet's spine has thousands of ports (8,000 at scale 125): all of them made a page of
+    # megabytes. Here the page is made smaller than the leaf instead.
+    from portal import pagination
+
+    monkeypatch.setattr(pagination, "SWITCH_PORT_ROWS_PER_PAGE", 10)
+    browser = browser_as(Role.VIEWER)
+    url = reverse("fabric:switch-detail", kwargs={"hostname": "leaf-p1-r0"})
+    first = browser.get(url).content.decode()
+    rows = first.split('id="port-rows"', 1)[1].split("</tbody>", 1)[0]
+    assert rows.count("<tr data-port=") == 10
+    history = first.split('id="history-port"', 1)[1].split("</select>", 1)[0]
+    assert history.count("<option") <= 10  # the chart offers the ports of the page shown
+    assert "Ports 1–10 of" in first and 'href="?page=2#ports" rel="next"' in first
+    last = browser.get(url + "?page=999").content.decode()  # a stale link: the last page
+    assert 'rel="prev"' in last and 'rel="next"' not in last
+    assert browser.get(url + "?page=x").status_code == 200
+
+
 def test_switch_detail_shows_counters_charts_and_action_region(browser_as, polled):
     html = browser_as(Role.VIEWER).get(
         reverse("fabric:switch-detail", kwargs={"hostname": "leaf-p1-r0"})

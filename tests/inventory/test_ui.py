@@ -238,8 +238,9 @@ def test_trace_of_a_rail_nic_reaches_the_leaf_and_every_spine(sakuraone, operato
 def test_switch_page_lists_ports_with_the_nodes_behind_them(
     sakuraone, operator, django_assert_max_num_queries
 ):
-    # 10 for the page, 7 for the impact card (console.impact: constant, whatever the fleet).
-    with django_assert_max_num_queries(17):
+    # 11 for the page (one counts the ports for their pages), 7 for the impact card
+    # (console.impact): constant, whatever the fleet.
+    with django_assert_max_num_queries(18):
         html = html_of(operator.get("/inventory/switches/leaf-p2-r3/"))
     assert '<dd id="nodes-behind-count">50</dd>' in html
     assert "gpu[051-100]" in html
@@ -250,6 +251,29 @@ def test_switch_page_lists_ports_with_the_nodes_behind_them(
     assert "cage 2x400G" in cage
     uplink = re.search(r'<tr id="port-Ethernet256".*?</tr>', html, re.S).group(0)
     assert 'href="/inventory/switches/spine-1/#port-' in uplink
+
+
+def test_a_switch_page_shows_its_ports_page_by_page_and_counts_them_all(
+    sakuraone, operator, monkeypatch
+):
+    from portal import pagination
+
+    monkeypatch.setattr(pagination, "SWITCH_PORT_ROWS_PER_PAGE", 20)
+    url = "/inventory/switches/leaf-p2-r3/"
+    html = html_of(operator.get(url))
+    table = html.split('id="port-table"', 1)[1].split("</tbody>", 1)[0]
+    assert table.count('<tr id="port-') == 20
+    # The counts are the switch's, not the page's: 114 rows, 50 hosts and 32 spine cables.
+    assert re.search(r"<dt>Ports</dt><dd>114 ", html)
+    assert re.search(r"<dt>Cabled</dt><dd>82</dd>", html)
+    assert re.search(r"<dt>To other switches</dt><dd>32</dd>", html)
+    assert '<dd id="nodes-behind-count">50</dd>' in html
+    pages = [html_of(operator.get(f"{url}?page={number}")) for number in range(1, 7)]
+    names = [re.findall(r'<tr id="port-([^"]+)"', page.split('id="port-table"', 1)[1])
+             for page in pages]
+    everyone = [name for page in names for name in page]
+    assert len(everyone) == len(set(everyone)) == 114  # each port once, none lost between pages
+    assert everyone.index("Port1") < everyone.index("Ethernet0")  # a cage before its halves
 
 
 def test_switch_status_and_link_state_are_words_not_only_colour(sakuraone, operator):
