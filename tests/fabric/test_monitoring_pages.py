@@ -111,7 +111,7 @@ def test_a_switch_with_more_ports_than_a_page_shows_them_page_by_page(
     assert rows.count("<tr data-port=") == 10
     history = first.split('id="history-port"', 1)[1].split("</select>", 1)[0]
     assert history.count("<option") <= 10  # the chart offers the ports of the page shown
-    assert "Ports 1–10 of" in first and 'href="?page=2#ports" rel="next"' in first
+    assert "Ports 1\u201310 of" in first and 'href="?page=2#ports" rel="next"' in first
     last = browser.get(url + "?page=999").content.decode()  # a stale link: the last page
     assert 'rel="prev"' in last and 'rel="next"' not in last
     assert browser.get(url + "?page=x").status_code == 200

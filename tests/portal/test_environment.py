@@ -132,3 +132,21 @@ def test_database_pool_size_turns_on_psycopg_pooling_instead_of_persistent_conne
     assert config["CONN_MAX_AGE"] == 0  # Django refuses pooling with persistent connections
     with pytest.raises(ConfigurationError, match="DATABASE_POOL_SIZE"):
         database_config({"DATABASE_URL": url, "DATABASE_POOL_SIZE": "-1"}, "/tmp/x")
+
+
+def test_postgresql_connections_turn_jit_off_unless_the_url_says_otherwise():
+    url = "postgresql://portal@db.internal:5432/ops"
+    assert database_config({"DATABASE_URL": url}, "/tmp/x")["OPTIONS"]["options"] == "-c jit=off"
+    own = database_config({"DATABASE_URL": url + "?options=-c%20work_mem%3D64MB"}, "/tmp/x")
+    assert own["OPTIONS"]["options"] == "-c work_mem=64MB"
+
+
+@pytest.mark.django_db
+def test_the_portals_postgresql_connection_has_jit_off():
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("the embedded SQLite has no JIT")
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW jit")
+        assert cursor.fetchone()[0] == "off"
