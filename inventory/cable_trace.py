@@ -11,7 +11,7 @@ from typing import NamedTuple
 from django.db.models import Q, QuerySet
 
 from inventory.models import NIC, Cable, Node, Switch, SwitchPort
-from inventory.selectors import active_cables, cables_with_ends
+from inventory.selectors import active_cable_ids_at, active_cables, cables_with_ends
 
 
 @dataclass(frozen=True)
@@ -258,16 +258,12 @@ class NodeBehindPort(NamedTuple):
 
 def nodes_behind_switch(switch: Switch) -> list[NodeBehindPort]:
     """Each port of `switch` with the node, NIC and rail on its far end, in port order; two
-    queries. Only the cables to a NIC are loaded: a fleet's spine has thousands of cables to
-    leafs and none to a node. The switch's port ids are read first (one indexed query): a
-    filter on the joined ports' switch on either side would join every cable to every port."""
-    port_ids = list(SwitchPort.objects.filter(switch=switch).values_list("pk", flat=True))
-    to_nodes = cables_with_ends(active_cables().filter(
-        Q(a_port_id__in=port_ids, b_nic__isnull=False)
-        | Q(b_port_id__in=port_ids, a_nic__isnull=False)
-    ))
+    queries (one for a switch with no node behind it). Only the cables to a NIC are loaded: a
+    fleet's spine has thousands of cables to leafs and none to a node."""
+    ids = active_cable_ids_at(SwitchPort.objects.filter(switch=switch).values("pk"),
+                              far_end="nic")
     rows = []
-    for cable in to_nodes:
+    for cable in cables_with_ends(Cable.objects.filter(pk__in=ids)) if ids else ():
         if cable.a_port_id and cable.a_port.switch_id == switch.pk:
             port, nic = cable.a_port, cable.b_nic
         else:
