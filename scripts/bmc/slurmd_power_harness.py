@@ -27,6 +27,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -76,27 +77,40 @@ def main() -> int:
     bmc_dir, slurm_dir = Path(arguments.bmc_dir), Path(arguments.slurm_dir)
     systems = json.loads((bmc_dir / "systems.json").read_text())
     login = json.loads((bmc_dir / "credentials.json").read_text())[systems["credentials_ref"]]
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    # One follower per node: polled one after another, 20 BMCs busy with power changes answer
+    # slowly enough to miss an Off that lasts only until the next On lands (1-11 s).
+    followers = [
+        threading.Thread(target=_follow, args=(node, systems, login, slurm_dir, arguments.interval))
+        for node in arguments.nodes
+    ]
+    for follower in followers:
+        follower.start()
+    print(f"following {len(arguments.nodes)} BMCs", flush=True)
+    for follower in followers:
+        follower.join()
+    return 0
+
+
+def _follow(node: str, systems: dict, login: dict, slurm_dir: Path, interval: float) -> None:
     session = requests.Session()
     session.auth = (login["username"], login["password"])
-    stopped: set[str] = set()
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    print(f"following {len(arguments.nodes)} BMCs", flush=True)
+    url = f"{systems['url']}/redfish/v1/Systems/{systems['systems'][node]}"
+    stopped = False
     while True:
-        for node in arguments.nodes:
-            url = f"{systems['url']}/redfish/v1/Systems/{systems['systems'][node]}"
-            try:
-                power = session.get(url, timeout=5).json().get("PowerState")
-            except (requests.RequestException, ValueError):
-                continue  # a BMC that does not answer changes nothing on the host
-            if power == "Off" and node not in stopped:
-                _stop(slurm_dir, node)
-                stopped.add(node)
-                print(f"{node}: BMC Off, slurmd stopped", flush=True)
-            elif power == "On" and node in stopped:
-                _start_booted(slurm_dir, node)
-                stopped.discard(node)
-                print(f"{node}: BMC On, slurmd started in a fresh boot", flush=True)
-        time.sleep(arguments.interval)
+        try:
+            power = session.get(url, timeout=5).json().get("PowerState")
+        except (requests.RequestException, ValueError):
+            power = None  # a BMC that does not answer changes nothing on the host
+        if power == "Off" and not stopped:
+            _stop(slurm_dir, node)
+            stopped = True
+            print(f"{node}: BMC Off, slurmd stopped", flush=True)
+        elif power == "On" and stopped:
+            _start_booted(slurm_dir, node)
+            stopped = False
+            print(f"{node}: BMC On, slurmd started in a fresh boot", flush=True)
+        time.sleep(interval)
 
 
 if __name__ == "__main__":

@@ -130,8 +130,12 @@ def test_scontrol_reboot_power_cycles_through_the_bmc_and_the_node_comes_back(
             node = _node(real_slurm, name)
             flags = node["State"].split("+")
             seen_states[name].update(flags)
-            boot = datetime.fromisoformat(node["BootTime"])
-            if boot >= requested_at and flags == ["IDLE"]:
+            booted = node.get("BootTime", "None")  # "None" until it registers again
+            if (
+                flags == ["IDLE"]
+                and booted != "None"
+                and datetime.fromisoformat(booted) >= requested_at
+            ):
                 pending.discard(name)
         time.sleep(0.5)
     assert not pending, f"not back: {pending}; seen {seen_states}"
