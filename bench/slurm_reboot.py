@@ -18,7 +18,8 @@ until the last node is back. Prints one JSON document.
 Needs root, MariaDB (scripts/slurm-up starts a 20-node cluster unless one is up; it must have
 been started by a slurm-up that sets RebootProgram), sushy-tools (its own scripts/bmc-up in
 /tmp/portal-bmc-bench on port 8650, 20 systems) and PostgreSQL at DATABASE_URL's server (the
-database `portal_bench_reboot` is recreated).
+database `portal_bench_reboot` is recreated). The bench's sushy-emulator stays up for the next
+run (bmc-up is idempotent); stop it by the pids in /tmp/portal-bmc-bench/*.pid.
 """
 
 from __future__ import annotations
