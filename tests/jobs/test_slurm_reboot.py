@@ -1,0 +1,151 @@
+"""`scontrol reboot` end to end against the real Slurm 22.05 of the tests: slurmctld runs the
+portal's RebootProgram (manage.py slurm_reboot_program), which power-cycles the nodes through
+sushy-emulator as their BMCs; scripts/bmc/slurmd_power_harness.py restarts each node's slurmd in
+a fresh time namespace when its BMC comes back On, and slurmctld, seeing a boot time newer than
+the request, ends the reboot and resumes the node.
+
+Needs root, MariaDB and sushy-tools (scripts/slurm-up, scripts/bmc-up).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from inventory.bmc.power import POWER_ACTION
+from jobs.services import REBOOT_ACTION, request_reboot
+from portal.models import Action
+from portal.services.actions import run_action
+from tests.jobs import slurm_cluster
+
+# real_slurm; sushy_emulator and redfish_settings
+pytest_plugins = ["tests.jobs.slurm_fixtures", "tests.inventory.bmc_fixtures"]
+pytestmark = pytest.mark.slurm
+
+# Nodes of both the 20-node cluster and the 16-system emulator, used by no other Slurm test.
+REBOOT_NODES = ("gpu015", "gpu016")
+# ResumeTimeout (60 s in slurm-up) plus the BMC's 1-11 s per power change, twice.
+REBOOT_DEADLINE = 90.0
+
+
+def _database_url() -> str:
+    """The test database this process uses, for the RebootProgram that slurmctld starts."""
+    s = connection.settings_dict
+    return f"postgresql://{s['USER']}:{s['PASSWORD'] or ''}@{s['HOST']}:{s['PORT']}/{s['NAME']}"
+
+
+def _node(real_slurm, name: str) -> dict:
+    """`scontrol show node` as a dict (its State carries the +FLAGS, BootTime its boot)."""
+    out = real_slurm.run("scontrol", "show", "node", "-o", name).stdout
+    return dict(word.split("=", 1) for word in out.split() if "=" in word)
+
+
+@pytest.fixture
+def reboot_through_bmc(real_slurm, sushy_emulator, redfish_settings, transactional_db):
+    """The cluster's RebootProgram pointed at this test's portal, the nodes' BMCs On, and the
+    harness following them. Yields the inventory nodes."""
+    conf = Path(real_slurm.conf).read_text()
+    if "reboot_from_controller" not in conf:
+        pytest.fail("the running test cluster has no RebootProgram: scripts/slurm-down, rerun")
+    from inventory.bmc.drivers.base import get_bmc_driver
+    from inventory.bmc.targets import bmc_target
+    from jobs.drivers.base import reset_slurm_driver
+    from tests.inventory.bmc_fixtures import BMC_TEST_DIR, ROOT, emulated_node
+
+    redfish_settings.SLURM_DRIVER = "jobs.drivers.cli.ScontrolDriver"
+    redfish_settings.SLURM_CONF = real_slurm.conf
+    reset_slurm_driver()
+
+    nodes = [emulated_node(sushy_emulator, name) for name in REBOOT_NODES]
+    driver = get_bmc_driver()
+    for node in nodes:
+        if driver.power_state(bmc_target(node)) != "On":
+            driver.reset(bmc_target(node), "On")
+    slurm_dir = slurm_cluster.state_dir()
+    settings_env = {
+        "PORTAL_ROOT": str(ROOT),
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "DATABASE_URL": _database_url(),
+        "REDIS_URL": os.environ.get("REDIS_URL", ""),
+        "BMC_DRIVER": redfish_settings.BMC_DRIVER,
+        "BMC_CREDENTIALS_FILE": redfish_settings.BMC_CREDENTIALS_FILE,
+        "BMC_ENDPOINTS": json.dumps(redfish_settings.BMC_ENDPOINTS),
+        "BMC_POWER_DEADLINE_SECONDS": "30",
+        "BMC_POLL_SECONDS": "0.25",
+    }
+    env_file = slurm_dir / "reboot-program.env"
+    env_file.write_text(
+        "".join(f"export {key}={shlex.quote(value)}\n" for key, value in settings_env.items())
+    )
+    harness = subprocess.Popen(
+        [sys.executable, str(ROOT / "scripts/bmc/slurmd_power_harness.py"),
+         "--bmc-dir", BMC_TEST_DIR, "--slurm-dir", str(slurm_dir), *REBOOT_NODES],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert "following" in harness.stdout.readline()
+    try:
+        yield nodes
+    finally:
+        harness.send_signal(signal.SIGTERM)
+        harness.wait(timeout=10)
+        env_file.unlink(missing_ok=True)
+        reset_slurm_driver()
+        # Whatever happened, leave the nodes' slurmds running and the nodes usable.
+        slurm_cluster.ensure_slurm_cluster(nodes=slurm_cluster.TEST_NODES)
+        real_slurm.run("scontrol", "reboot", "cancel", ",".join(REBOOT_NODES), check=False)
+        real_slurm.restore_nodes(REBOOT_NODES)
+        for name in REBOOT_NODES:
+            if "DOWN" in _node(real_slurm, name).get("State", ""):
+                real_slurm.run(
+                    "scontrol", "update", f"NodeName={name}", "State=RESUME", check=False
+                )
+
+
+def test_scontrol_reboot_power_cycles_through_the_bmc_and_the_node_comes_back(
+    real_slurm, reboot_through_bmc
+):
+    boot_before = {name: _node(real_slurm, name)["BootTime"] for name in REBOOT_NODES}
+    requested_at = datetime.now().replace(microsecond=0)
+    action, _ = request_reboot(
+        nodes=reboot_through_bmc, reason="FT-1: XID 79, reboot", next_state="resume"
+    )
+    assert run_action(action_id=action.pk) == "succeeded", action.last_error
+    assert Action.objects.get(pk=action.pk).kind == REBOOT_ACTION
+
+    seen_states: dict[str, set[str]] = {name: set() for name in REBOOT_NODES}
+    deadline = time.monotonic() + REBOOT_DEADLINE
+    pending = set(REBOOT_NODES)
+    while pending and time.monotonic() < deadline:
+        for name in sorted(pending):
+            node = _node(real_slurm, name)
+            flags = node["State"].split("+")
+            seen_states[name].update(flags)
+            booted = node.get("BootTime", "None")  # "None" until it registers again
+            if (
+                flags == ["IDLE"]
+                and booted != "None"
+                and datetime.fromisoformat(booted) >= requested_at
+            ):
+                pending.discard(name)
+        time.sleep(0.5)
+    assert not pending, f"not back: {pending}; seen {seen_states}"
+    for name in REBOOT_NODES:
+        assert _node(real_slurm, name)["BootTime"] != boot_before[name]
+        # slurmctld marked it issued before running the RebootProgram (controller.c).
+        assert seen_states[name] & {"REBOOT_ISSUED", "REBOOT_REQUESTED", "DOWN"}, seen_states
+
+    # The power went through the portal: ForceOff then On per node, durable and succeeded.
+    power = Action.objects.filter(kind=POWER_ACTION, target__in=REBOOT_NODES)
+    assert sorted((a.target, a.parameters["operation"], a.status) for a in power) == sorted(
+        (name, operation, "succeeded") for name in REBOOT_NODES for operation in ("force_off", "on")
+    )
