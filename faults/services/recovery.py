@@ -92,8 +92,12 @@ def _node_steps(ticket: FaultTicket, node: Node) -> list[RecoveryStep]:
         if ticket.status in OPEN_STATUSES and not draining:
             return [RecoveryStep("drain", f"Drain {node.hostname}", "drain")]
         return []
+    hold = validation_hold(ticket)
     resume = RecoveryStep("resume", f"Resume {node.hostname}", "resume",
-                          _resume_confirmation(ticket, node.hostname), validation_hold(ticket))
+                          _resume_confirmation(ticket, node.hostname), hold)
+    # Restarted (or repaired) for the ticket and not validated since: validating is what is
+    # left to do, not another restart. After a failed validation a restart comes first again.
+    restarted_unvalidated = bool(hold) and (ticket.validation or {}).get("passed", True)
     recover = []
     if not _cleared(ticket):
         # The paper's dominant recovery: a node restart. Through Slurm first (the node comes back
@@ -110,7 +114,10 @@ def _node_steps(ticket: FaultTicket, node: Node) -> list[RecoveryStep]:
             # The signal cleared by itself (the link is up, the node answers): its cause is gone
             # and the plain resume is the next step; validation stays offered.
             return [resume, validate]
-        return [validate, resume, *recover] if _cleared(ticket) else [*recover, validate, resume]
+        if _cleared(ticket) or restarted_unvalidated:
+            return [validate, resume, *recover] if _cleared(ticket) else [
+                validate, *recover, resume]
+        return [*recover, validate, resume]
     # Once the fault is behind the node, bringing it back is the next step; before, recovering it.
     return [resume, *recover] if _cleared(ticket) else [*recover, resume]
 

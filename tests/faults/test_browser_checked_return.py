@@ -149,6 +149,9 @@ def test_in_chromium_an_xid_79_goes_from_ticket_to_a_validated_node_back_in_serv
 
     # Restarted, not validated: the resume asks for a reason and says why.
     page.reload()
+    # Restarted: validating is now the primary step, the plain resume holds.
+    assert page.locator("#ticket-recovery .btn-primary").first.get_attribute("data-step") == (
+        "validate")
     page.locator("#ticket-recovery summary[data-step=resume]").click()
     held = page.locator("[data-override-needed=resume]")
     assert f"not validated since Action #{power.pk} (bmc.power power_cycle)" in held.inner_text()

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from faults.models import FaultTicket
-from faults.services.recovery import request_recovery
+from faults.services.recovery import recovery_steps, request_recovery
 from jobs import action_handlers, validation_run
 from jobs.drivers.simulator import BATCH_JOB_SECONDS, SimulatorDriver
 from jobs.services import REBOOT_ACTION, RESUME_ACTION
@@ -80,6 +80,9 @@ def test_a_passed_validation_is_recorded_on_the_ticket_and_lets_it_resume(
         fleet, slurm, clock, make_user, api_as):  # noqa: F811
     ticket, oncall = rebooted_ticket(make_user)
     reboot = ticket.actions.get(kind=REBOOT_ACTION)
+    # Restarted, not validated: validating is the primary step now, before another restart.
+    assert [step.step for step in recovery_steps(ticket, user=oncall)] == [
+        "validate", "reboot", "resume"]
 
     # Restarted, not validated: the ticket's resume is refused, naming why and the way out.
     with pytest.raises(Conflict) as refused:
