@@ -89,7 +89,10 @@ def _node_steps(ticket: FaultTicket, node: Node) -> list[RecoveryStep]:
         # A drain already on its way (the policy's) is not offered again: its Action shows.
         draining = ticket.actions.filter(kind=DRAIN_ACTION).exclude(
             status__in=TERMINAL_STATUSES).exists()
-        if ticket.status in OPEN_STATUSES and not draining:
+        # A node its validation put back into service is not offered for draining again: the
+        # check passed; a new event on the ticket drains it through its policy if need be.
+        validated = bool((ticket.validation or {}).get("passed"))
+        if ticket.status in OPEN_STATUSES and not draining and not validated:
             return [RecoveryStep("drain", f"Drain {node.hostname}", "drain")]
         return []
     hold = validation_hold(ticket)

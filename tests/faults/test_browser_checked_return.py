@@ -175,6 +175,7 @@ def test_in_chromium_an_xid_79_goes_from_ticket_to_a_validated_node_back_in_serv
     assert f"job {validation.result['job_id']} COMPLETED" in facts
     assert "all 8 GPUs passed" in facts and str(GPU_CHECK) in facts
     assert page.locator("#ticket-timeline, body").first.inner_text().count("Validation passed")
+    assert page.locator("#ticket-recovery [data-step]").count() == 0  # nothing to undo it
     shoot(page, "3-validated-in-service")
 
     # Verify: triaged, resolved with the recovery method the evidence gives, verified.

@@ -15,6 +15,7 @@ import pytest
 
 from faults.models import FaultTicket
 from faults.services.recovery import recovery_steps, request_recovery
+from inventory.models import Node
 from jobs import action_handlers, validation_run
 from jobs.drivers.simulator import BATCH_JOB_SECONDS, SimulatorDriver
 from jobs.services import REBOOT_ACTION, RESUME_ACTION
@@ -110,6 +111,11 @@ def test_a_passed_validation_is_recorded_on_the_ticket_and_lets_it_resume(
     detail = api_as(Role.VIEWER).get(f"/api/faults/tickets/{ticket.pk}/").json()
     assert detail["validation"]["passed"] is True
     assert detail["validation"]["job_id"] == validation["job_id"]
+
+    # Back in service after its validation: no drain is offered to undo it.
+    Node.objects.filter(hostname="gpu001").update(slurm_state="idle")
+    assert recovery_steps(FaultTicket.objects.get(pk=ticket.pk), user=oncall) == []
+    Node.objects.filter(hostname="gpu001").update(slurm_state="drained")
 
     # Validated after the restart: the ticket's resume needs no override any more.
     resume = request_recovery(ticket=ticket, step="resume", actor=oncall, confirm=True)
