@@ -6,16 +6,22 @@ class FaultsConfig(AppConfig):
 
     def ready(self):
         from fabric.hooks import register_fabric_finding_listener, register_fabric_signal_listener
-        from faults.selectors import open_ticket_resume_blockers
+        from faults.selectors import open_ticket_resume_blockers, validation_resume_blockers
         from faults.services import intake, recovery, state_changes
         from inventory.ui_panels import register_node_panel
         from jobs import hooks
         from portal.realtime import register_group_access
         from portal.roles import may
-        from portal.services.actions import register_action_queued_listener
+        from portal.services.actions import (
+            register_action_finished_listener,
+            register_action_queued_listener,
+        )
 
         hooks.register_node_unhealthy_listener(intake.on_node_unhealthy)
         hooks.register_resume_guard(open_ticket_resume_blockers)
+        # A node restarted or repaired for an open ticket goes back only through a passed
+        # validation (or an override with a reason): the same rule the ticket's own resume keeps.
+        hooks.register_resume_guard(validation_resume_blockers)
         # Swapped or missing links and rail imbalance found by the fabric app (fabric.hooks).
         register_fabric_finding_listener(intake.on_fabric_finding)
         # State changes that are faults or their recovery: links, switches, health-check drains,
@@ -28,3 +34,5 @@ class FaultsConfig(AppConfig):
         register_node_panel("faults/_node_report_event.html")
         # Steps taken anywhere for an open ticket's node or port join its timeline.
         register_action_queued_listener(recovery.link_action_to_open_tickets)
+        # A validation job's result goes on its ticket when its Action ends.
+        register_action_finished_listener(recovery.record_validation_result)

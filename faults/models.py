@@ -152,6 +152,11 @@ class FaultTicket(models.Model):
     rma_case_number = models.CharField("RMA case number", max_length=100, blank=True)
     rma_expected_at = models.DateField("RMA expected", null=True, blank=True)
     recovery_method = models.CharField(max_length=24, choices=RecoveryMethod.choices, blank=True)
+    validation = models.JSONField(
+        default=dict, blank=True,
+        help_text="the last validation job's result (validate, then resume): passed, job_id, "
+                  "exit_code, state, command, output_tail, finished_at, action",
+    )
 
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

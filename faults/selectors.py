@@ -215,3 +215,76 @@ def recovery_evidence(ticket: FaultTicket) -> RecoveryEvidence | None:
             return RecoveryEvidence(RecoveryMethod.COLD_REBOOT,
                                     f"Action #{action.pk} ({action.kind} {operation})")
     return None
+
+
+# -- the checked return to service ------------------------------------------------------------
+
+
+def validation_hold(ticket: FaultTicket) -> str:
+    """Why `ticket`'s node must not go back into service unvalidated, in words (empty: it may).
+
+    The one rule every resume follows (the node page, the API, the ticket's own step): the last
+    validation on the ticket did not pass, or the node was restarted or repaired for the ticket
+    (a succeeded reboot or power Action, a part installed) and has not passed a validation since.
+    A ticket nothing was done for (a link that came back by itself) holds nothing here.
+    """
+    from django.utils.dateparse import parse_datetime
+
+    from portal.models import ActionStatus
+
+    validation = ticket.validation or {}
+    if validation and not validation.get("passed"):
+        return (f"{ticket.reference}: its last validation did not pass "
+                f"({validation_summary(validation)})")
+    restarts = [
+        (action.finished_at, f"Action #{action.pk} ({_restart_label(action)})")
+        for action in ticket.actions.filter(status=ActionStatus.SUCCEEDED,
+                                            finished_at__isnull=False).order_by("pk")
+        if action.kind in WARM_REBOOT_ACTIONS or (
+            action.kind == "bmc.power"
+            and (action.parameters or {}).get("operation") in COLD_POWER_OPERATIONS)
+    ]
+    restarts += [(case.installed_at, f"{case.reference}: part installed")
+                 for case in ticket.repair_cases.filter(installed_at__isnull=False)]
+    if not restarts:
+        return ""
+    restarted_at, what = max(restarts, key=lambda pair: pair[0])
+    validated_at = parse_datetime(validation.get("finished_at") or "") if validation else None
+    if validated_at is not None and validated_at >= restarted_at:
+        return ""
+    return f"{ticket.reference}: not validated since {what}"
+
+
+def _restart_label(action) -> str:
+    operation = (action.parameters or {}).get("operation")
+    return f"{action.kind} {operation}" if operation else action.kind
+
+
+def validation_summary(validation: dict) -> str:
+    """A validation result in one line: "job 42 FAILED, exit 1" / "job 42 COMPLETED, exit 0"."""
+    if not validation:
+        return "not validated"
+    job = f"job {validation['job_id']}" if validation.get("job_id") else "no job"
+    text = f"{job} {validation.get('state') or ''}".strip()
+    if validation.get("exit_code") is not None:
+        text += f", exit {validation['exit_code']}"
+    if validation.get("error"):
+        text += f": {validation['error']}"
+    return text
+
+
+def validation_resume_blockers(nodes: Sequence[Node]) -> dict[str, str]:
+    """The jobs resume guard of the checked return to service: {hostname: why} for each node an
+    open ticket holds until it passes its validation (validation_hold)."""
+    blockers: dict[str, str] = {}
+    tickets = (
+        FaultTicket.objects.filter(node__in=list(nodes), status__in=OPEN_STATUSES)
+        .select_related("node")
+        .order_by("pk")
+    )
+    for ticket in tickets:
+        why = validation_hold(ticket)
+        if why:
+            host = ticket.node.hostname
+            blockers[host] = f"{blockers[host]}; {why}" if host in blockers else why
+    return blockers

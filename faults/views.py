@@ -263,7 +263,8 @@ class RecoveryView(TicketActView):
         if step in offered and not may(request.user, offered[step].capability):
             raise Conflict({"step": [f"Your role may not {offered[step].label.lower()}."]})
         action = request_recovery(ticket=ticket, step=step, actor=request.user, via="ui",
-                                  confirm=request.POST.get("confirm") == "1")
+                                  confirm=request.POST.get("confirm") == "1",
+                                  override_reason=request.POST.get("override_reason", ""))
         messages.info(request, f"Action #{action.pk} queued: {action.kind} {action.target}.")
         return ticket
 

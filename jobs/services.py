@@ -85,7 +85,11 @@ def request_resume(
         target=compress_hostlist(names),
         reason=reason,
         requested_by=requested_by,
-        parameters={"nodes": names, "override": bool(blockers) and override},
+        # What the override set aside, in the guards' words: the audit row and the ticket's
+        # timeline (faults links the Action to the node's open ticket) say why it was needed.
+        parameters={"nodes": names, "override": bool(blockers) and override,
+                    "overridden": [f"{name}: {why}" for name, why in sorted(blockers.items())]
+                    if override else []},
         idempotency_key=idempotency_key,
         via=via,
     )

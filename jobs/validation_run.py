@@ -204,6 +204,10 @@ def request_validation(*, node, ref: str, reason: str, requested_by=None, via: s
             command=settings.FAULTS_VALIDATION_COMMAND,
             account=settings.FAULTS_VALIDATION_ACCOUNT,
             minutes=settings.FAULTS_VALIDATION_MINUTES,
+            output_path=(
+                str(Path(settings.FAULTS_VALIDATION_OUTPUT_DIR) / f"{validation_job_name(ref)}.out")
+                if settings.FAULTS_VALIDATION_OUTPUT_DIR else ""
+            ),
         ),
         via=via,
     )

@@ -524,6 +524,10 @@ FAULTS_VALIDATION_COMMAND = ENV.get(
 )
 FAULTS_VALIDATION_ACCOUNT = ENV.get("FAULTS_VALIDATION_ACCOUNT", "root")
 FAULTS_VALIDATION_MINUTES = env_int(ENV, "FAULTS_VALIDATION_MINUTES", 30)
+# A directory the validation job writes its output to that the portal can read too (shared
+# storage, or the test cluster's one host): the ticket shows the output's tail. Empty: Slurm's
+# default place, and the ticket records the result without the tail.
+FAULTS_VALIDATION_OUTPUT_DIR = ENV.get("FAULTS_VALIDATION_OUTPUT_DIR", "")
 
 # --- telemetry: GPU telemetry read from the site's Prometheus (telemetry/) -----------
 # Empty: no telemetry; the pages say so instead of showing zeros.

@@ -90,6 +90,10 @@ class RecoveryStepSerializer(serializers.Serializer):
     confirmation = serializers.CharField(
         help_text="why the step needs `confirm: true` (empty when it does not)"
     )
+    override_needed = serializers.CharField(
+        help_text="why a resume needs an `override_reason` (the node has not passed a "
+                  "validation since its restart or repair; empty when it does not)"
+    )
 
 
 class TicketDetailSerializer(TicketSerializer):
@@ -106,7 +110,7 @@ class TicketDetailSerializer(TicketSerializer):
 
     class Meta(TicketSerializer.Meta):
         fields = [*TicketSerializer.Meta.fields, "timeline", "transitions", "actions", "impact",
-                  "recovery_steps"]
+                  "recovery_steps", "validation"]
         read_only_fields = fields
 
     def _user(self):
@@ -119,7 +123,8 @@ class TicketDetailSerializer(TicketSerializer):
 
     @extend_schema_field(RecoveryStepSerializer(many=True))
     def get_recovery_steps(self, ticket) -> list[dict]:
-        return [{"step": option.step, "label": option.label, "confirmation": option.confirmation}
+        return [{"step": option.step, "label": option.label, "confirmation": option.confirmation,
+                 "override_needed": option.override_needed}
                 for option in recovery_steps(ticket, user=self._user())]
 
 
@@ -127,6 +132,11 @@ class RecoveryRequestSerializer(StrictSerializer):
     step = serializers.ChoiceField(choices=list(RECOVERY_STEP_NAMES))
     confirm = serializers.BooleanField(
         default=False, help_text="take a step whose `confirmation` says why it needs asking"
+    )
+    override_reason = serializers.CharField(
+        required=False, allow_blank=True, max_length=500, default="",
+        help_text="resume a node restarted or repaired for the ticket that has not passed a "
+                  "validation since, and why (recorded on the timeline and in the audit log)",
     )
 
 

@@ -146,6 +146,8 @@ class TicketViewSet(
                    400: OpenApiResponse(description="`step` does not apply to this ticket now"),
                    403: OpenApiResponse(description="Your role may not take this step"),
                    409: OpenApiResponse(description="Other open tickets hold the node (resume), "
+                                                    "the node has not passed a validation since "
+                                                    "its restart or repair (`override_reason`), "
                                                     "or the step needs `confirm`")},
     )
     @action(detail=True, methods=["post"])
@@ -159,7 +161,8 @@ class TicketViewSet(
             raise PermissionDenied(f"Your role may not {offered[step].label.lower()}.")
         with transaction.atomic():
             action = request_recovery(ticket=ticket, step=step, actor=request.user,
-                                      confirm=body.validated_data["confirm"])
+                                      confirm=body.validated_data["confirm"],
+                                      override_reason=body.validated_data["override_reason"])
         return action_accepted(request, action)
 
     @extend_schema(summary="Earlier and later tickets on the same GPU serial, node or switch",

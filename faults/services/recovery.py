@@ -26,6 +26,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from faults.models import FaultTicket, Severity, TimelineKind
+from faults.selectors import validation_hold, validation_summary
 from faults.services.timeline import add_timeline_entry, publish_ticket_event
 from faults.workflow import OPEN_STATUSES, Status
 from inventory.bmc.guards import power_blockers
@@ -34,11 +35,12 @@ from inventory.bmc.targets import has_bmc
 from inventory.hostlist import compress_hostlist
 from inventory.models import Node
 from jobs.services import DRAIN_ACTION, request_drain, request_reboot, request_resume
-from jobs.validation_run import owned_by_node_health_check, request_validation
+from jobs.validation_run import VALIDATE_ACTION, owned_by_node_health_check, request_validation
 from portal.errors import Conflict, InvalidInput
-from portal.models import Action
+from portal.models import Action, ActionStatus
 from portal.models.actions import TERMINAL_STATUSES
 from portal.roles import may
+from portal.services.audit import record_change
 
 DRAINED_STATES = frozenset({"drained", "draining"})
 RECOVERY_STEP_NAMES = (
@@ -55,6 +57,9 @@ class RecoveryStep:
     capability: str  # portal/roles.py: who may take the step
     # Why the step asks "are you sure?" first (empty: it does not); the API's `confirm`.
     confirmation: str = ""
+    # Why a resume needs an operator's reason (faults.selectors.validation_hold; empty: it does
+    # not); the API's `override_reason`.
+    override_needed: str = ""
 
 
 def _impact_nodes(ticket: FaultTicket) -> list[Node]:
@@ -84,11 +89,18 @@ def _node_steps(ticket: FaultTicket, node: Node) -> list[RecoveryStep]:
         # A drain already on its way (the policy's) is not offered again: its Action shows.
         draining = ticket.actions.filter(kind=DRAIN_ACTION).exclude(
             status__in=TERMINAL_STATUSES).exists()
-        if ticket.status in OPEN_STATUSES and not draining:
+        # A node its validation put back into service is not offered for draining again: the
+        # check passed; a new event on the ticket drains it through its policy if need be.
+        validated = bool((ticket.validation or {}).get("passed"))
+        if ticket.status in OPEN_STATUSES and not draining and not validated:
             return [RecoveryStep("drain", f"Drain {node.hostname}", "drain")]
         return []
+    hold = validation_hold(ticket)
     resume = RecoveryStep("resume", f"Resume {node.hostname}", "resume",
-                          _resume_confirmation(ticket, node.hostname))
+                          _resume_confirmation(ticket, node.hostname), hold)
+    # Restarted (or repaired) for the ticket and not validated since: validating is what is
+    # left to do, not another restart. After a failed validation a restart comes first again.
+    restarted_unvalidated = bool(hold) and (ticket.validation or {}).get("passed", True)
     recover = []
     if not _cleared(ticket):
         # The paper's dominant recovery: a node restart. Through Slurm first (the node comes back
@@ -105,7 +117,10 @@ def _node_steps(ticket: FaultTicket, node: Node) -> list[RecoveryStep]:
             # The signal cleared by itself (the link is up, the node answers): its cause is gone
             # and the plain resume is the next step; validation stays offered.
             return [resume, validate]
-        return [validate, resume, *recover] if _cleared(ticket) else [*recover, validate, resume]
+        if _cleared(ticket) or restarted_unvalidated:
+            return [validate, resume, *recover] if _cleared(ticket) else [
+                validate, *recover, resume]
+        return [*recover, validate, resume]
     # Once the fault is behind the node, bringing it back is the next step; before, recovering it.
     return [resume, *recover] if _cleared(ticket) else [*recover, resume]
 
@@ -124,7 +139,8 @@ def recovery_steps(ticket: FaultTicket, *, user=None) -> list[RecoveryStep]:
         if drained:
             hostlist = compress_hostlist(drained)
             steps.append(RecoveryStep("resume", f"Resume {hostlist}", "resume",
-                                      _resume_confirmation(ticket, hostlist)))
+                                      _resume_confirmation(ticket, hostlist),
+                                      validation_hold(ticket)))
     port = ticket.port
     if port is not None and ticket.status in OPEN_STATUSES:
         where = f"{port.switch.hostname} {port.name}"
@@ -149,8 +165,9 @@ def _reason(ticket: FaultTicket, note: str = "") -> str:
 
 
 def request_recovery(*, ticket: FaultTicket, step: str, actor, via: str = "api",
-                     confirm: bool = False) -> Action:
-    """Queue `step` (recovery_steps) for `ticket` as an Action with the ticket as reason."""
+                     confirm: bool = False, override_reason: str = "") -> Action:
+    """Queue `step` (recovery_steps) for `ticket` as an Action with the ticket as reason.
+    `override_reason`: why a resume goes ahead without a passed validation (validation_hold)."""
     with transaction.atomic():
         FaultTicket.objects.select_for_update().filter(pk=ticket.pk).exists()  # one at a time
         ticket = FaultTicket.objects.select_related("node", "port__switch").get(pk=ticket.pk)
@@ -184,7 +201,8 @@ def request_recovery(*, ticket: FaultTicket, step: str, actor, via: str = "api",
             nodes = [ticket.node] if ticket.node is not None else [
                 node for node in _impact_nodes(ticket) if node.slurm_state in DRAINED_STATES
             ]
-            return request_resume_for_ticket(ticket=ticket, nodes=nodes, actor=actor, via=via)
+            return request_resume_for_ticket(ticket=ticket, nodes=nodes, actor=actor, via=via,
+                                             override_reason=override_reason)
         else:
             from fabric.services import request_port_admin
 
@@ -208,9 +226,20 @@ def resolve_blockers(ticket: FaultTicket) -> list[str]:
 
 
 def request_resume_for_ticket(*, ticket: FaultTicket, nodes: list[Node], actor, note: str = "",
-                              via: str = "faults") -> Action:
+                              via: str = "faults", override_reason: str = "") -> Action:
     """Resume `nodes` for this ticket: its own hold on them is the reason to resume, so only
-    other open tickets (or other guards) refuse it (409 naming them)."""
+    other open tickets (or other guards) refuse it (409 naming them). A node restarted or
+    repaired for the ticket comes back only through a passed validation (validation_hold, the
+    rule the node page and the API follow too) unless `override_reason` says why not; the
+    override is put on the timeline and in the audit log."""
+    hold = validation_hold(ticket)
+    override_reason = " ".join((override_reason or "").split())[:500]
+    if hold and not override_reason:
+        raise Conflict(
+            {"override_reason": [f"{hold}. Validate, then resume; or resume anyway giving the "
+                                 "reason in override_reason."]},
+            blocked_nodes=sorted(node.hostname for node in nodes),
+        )
     # The faults resume guard holds a node for every open ticket on it; this ticket's hold is
     # what the resume answers, so the override is given only when no other ticket holds one.
     others = (
@@ -227,8 +256,50 @@ def request_resume_for_ticket(*, ticket: FaultTicket, nodes: list[Node], actor, 
     action, _ = request_resume(nodes=nodes, reason=_reason(ticket, note), requested_by=actor,
                                override=True, via=via)
     label = f"Resume {compress_hostlist([node.hostname for node in nodes])}"
+    if hold:
+        label += f" without a passed validation ({hold}), overridden: {override_reason}"
+        record_change(actor=actor, operation="update", instance=ticket,
+                      after={"action": action.pk, "hold": hold, "reason": override_reason},
+                      note=f"resume without a passed validation: {override_reason}", via=via)
     _record(ticket, action, actor, label)
     return action
+
+
+def record_validation_result(action: Action) -> None:
+    """The finished listener (portal.services.actions): a validation job's result goes on the
+    tickets it was run for, as their `validation` field and a timeline entry, in the same
+    transaction that ends the Action."""
+    if action.kind != VALIDATE_ACTION:
+        return
+    parameters = action.parameters or {}
+    result = action.result if isinstance(action.result, dict) else {}
+    passed = action.status == ActionStatus.SUCCEEDED and bool(result.get("passed"))
+    validation = {
+        "passed": passed,
+        "action": action.pk,
+        "job_id": result.get("job_id") or "",
+        "state": result.get("state") or ("" if passed else "NOT RUN"),
+        "exit_code": result.get("exit_code"),
+        "command": parameters.get("command", ""),
+        "output_tail": list(result.get("output_tail") or []),
+        "finished_at": (action.finished_at or timezone.now()).isoformat(),
+        # The Action itself failed (Slurm refused, the job never finished): its own message.
+        "error": "" if action.status == ActionStatus.SUCCEEDED else action.last_error[:500],
+    }
+    outcome = "passed" if passed else "FAILED"
+    after = (f"{parameters.get('node', action.target)} is back in service" if passed else
+             f"{parameters.get('node', action.target)} stays drained")
+    for ticket in FaultTicket.objects.filter(actions=action).order_by("pk"):
+        FaultTicket.objects.filter(pk=ticket.pk).update(validation=validation,
+                                                        updated_at=timezone.now())
+        ticket.validation = validation
+        add_timeline_entry(
+            ticket, TimelineKind.AUTOMATIC,
+            f"Validation {outcome}: {validation_summary(validation)} "
+            f"(command {validation['command']!r}); {after}.",
+            action=action,
+        )
+        publish_ticket_event(ticket, "fault.updated")
 
 
 def _record(ticket: FaultTicket, action: Action, actor, label: str) -> None:
@@ -276,10 +347,13 @@ def link_action_to_open_tickets(action: Action) -> None:
         if action.reason.startswith(f"{ticket.reference}:"):
             continue  # the ticket's own step (policy, recovery): it records that itself
         ticket.actions.add(action)
+        overridden = (action.parameters or {}).get("overridden") or []
+        # A resume that set aside the ticket's hold (or its missing validation) says so here.
+        set_aside = f" Overriding: {'; '.join(overridden)}." if overridden else ""
         add_timeline_entry(
             ticket, TimelineKind.LINKED,
             f"{action.kind} {action.target}: Action #{action.pk} queued by {who}, "
-            f"reason \"{action.reason}\".",
+            f"reason \"{action.reason}\".{set_aside}",
             author=requester, action=action,
         )
         publish_ticket_event(ticket, "fault.updated")

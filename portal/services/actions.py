@@ -63,6 +63,28 @@ def _tell_queued_listeners(action: Action) -> None:
             logger.exception("Action listener %r failed on Action %s", listener, action.pk)
 
 
+# Called with each Action that has just ended (succeeded or failed), inside the transaction
+# that records its end: faults records a validation job's result on its ticket, so the ticket
+# says it exactly when the Action does.
+_finished_listeners: list = []
+
+
+def register_action_finished_listener(listener) -> None:
+    """`listener(action)` runs for each Action that ends, in a savepoint of the transaction that
+    ends it; a listener that fails is logged and never changes the Action's outcome."""
+    if listener not in _finished_listeners:
+        _finished_listeners.append(listener)
+
+
+def _tell_finished_listeners(action: Action) -> None:
+    for listener in list(_finished_listeners):
+        try:
+            with transaction.atomic():
+                listener(action)
+        except Exception:
+            logger.exception("Action listener %r failed on Action %s", listener, action.pk)
+
+
 def enqueue_action(
     *,
     kind: str,
@@ -438,6 +460,7 @@ def _finish(
                 note=outcome,
                 via="worker",
             )
+            _tell_finished_listeners(action)
         publish_action(action)
     return outcome
 
@@ -472,4 +495,5 @@ def _mark_failed(action: Action, message: str, now) -> None:
         note=f"failed: {message}",
         via="worker",
     )
+    _tell_finished_listeners(action)
     publish_action(action)

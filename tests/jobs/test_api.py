@@ -165,7 +165,8 @@ def test_resume_of_a_guarded_node_needs_override(operator_api, nodes, guard):
     )
     assert response.status_code == 202
     assert Action.objects.get().parameters == {
-        "nodes": ["gpu002", "gpu003", "gpu004"], "override": True
+        "nodes": ["gpu002", "gpu003", "gpu004"], "override": True,
+        "overridden": [f"gpu003: {body['override'][0].split(': ', 1)[1]}"],
     }
 
 
