@@ -171,3 +171,20 @@ def test_two_cases_reaching_for_the_last_spare_one_wins(make_user):
     assert (len(won), len(lost)) == (1, 1), outcomes
     assert "kind" in lost[0].detail
     assert SpareReservation.objects.filter(status=ReservationStatus.RESERVED).count() == 1
+
+
+def test_the_dashboard_warns_and_the_spares_page_lists_the_shelves(fleet, oncall, client,
+                                                                   make_user):
+    spare_stock_set(kind="gpu", site="tokyo", on_hand=1, minimum=1)
+    spare_stock_set(kind="psu", site="tokyo", on_hand=3, minimum=1)
+    client.force_login(make_user(Role.VIEWER))
+    assert "spares-low" not in client.get("/").content.decode()
+    repairs.reserve_case_spare(case=_case(_ticket(fleet, oncall), oncall), site="tokyo",
+                               actor=oncall)
+    dashboard = client.get("/").content.decode()
+    assert 'data-spare="tokyo/gpu"' in dashboard
+    assert 'data-spare="tokyo/psu"' not in dashboard
+    page = client.get("/inventory/spares/")
+    assert page.status_code == 200
+    body = page.content.decode()
+    assert "below minimum" in body and "RC-" in body
