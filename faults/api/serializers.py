@@ -382,8 +382,9 @@ class RepairTransitionSerializer(StrictSerializer):
 
 class RepairSpareRequestSerializer(StrictSerializer):
     site = serializers.CharField(max_length=64, help_text="the site whose spares shelf to use")
-    kind = serializers.CharField(required=False, allow_blank=True, max_length=16,
-                                 help_text="the part type; the case's failed component if blank")
+    kind = serializers.ChoiceField(choices=ComponentKind.choices, required=False,
+                                   allow_blank=True,
+                                   help_text="the part type; the case's failed component if blank")
 
 
 class RepairInstallSerializer(StrictSerializer):

@@ -23,6 +23,7 @@ from inventory.models import (
     Allocation,
     Cable,
     CableStatus,
+    ComponentKind,
     ComponentSwap,
     Node,
     Pod,
@@ -692,7 +693,7 @@ class SpareStockSerializer(serializers.ModelSerializer):
 class SpareStockWriteSerializer(StrictSerializer):
     """Set a shelf's count (a delivery, a stock-take) and its minimum; creates the shelf."""
 
-    kind = serializers.CharField(max_length=16)
+    kind = serializers.ChoiceField(choices=ComponentKind.choices)
     site = serializers.CharField(max_length=64)
     on_hand = serializers.IntegerField(required=False, min_value=0, max_value=1_000_000)
     minimum = serializers.IntegerField(required=False, min_value=0, max_value=1_000_000)
