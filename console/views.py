@@ -8,6 +8,7 @@ from django.views.generic import TemplateView
 
 from console.dashboard import clean_grid_filters, cluster_grid
 from console.search import search
+from inventory.selectors import spares_below_minimum
 from portal import selectors
 from portal.errors import InvalidInput
 from portal.health import recent_readiness
@@ -61,5 +62,6 @@ class DashboardView(RoleRequiredMixin, TemplateView):
             tenants=selectors.tenant_list(user=user),
             readiness=recent_readiness(),
             periodic_tasks=selectors.periodic_task_list(user=user),
+            spares_low=spares_below_minimum() if may(user, "read_inventory") else [],
         )
         return context

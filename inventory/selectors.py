@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
+from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, QuerySet
 
 from inventory.hostlist import compress_hostlist, expand_hostlist
 from inventory.models import (
@@ -24,6 +24,9 @@ from inventory.models import (
     CableStatus,
     ComponentSwap,
     Node,
+    ReservationStatus,
+    SpareReservation,
+    SpareStock,
     Switch,
     SwitchPort,
 )
@@ -659,3 +662,37 @@ def part_installed_in(*, user, serial: str) -> str | None:
     if events and events[-1].event == "installed":
         return events[-1].slot
     return None
+
+
+def with_free_counts(stocks: QuerySet[SpareStock]) -> QuerySet[SpareStock]:
+    """Each stock with `reserved` (live reservations) and `free` (on hand and not reserved)."""
+    return stocks.annotate(
+        reserved=Count("reservations", filter=Q(reservations__status=ReservationStatus.RESERVED))
+    ).annotate(free=F("on_hand") - F("reserved"))
+
+
+SPARE_FILTERS = ("kind", "site")
+
+
+def spare_stock_list(*, user, filters: dict | None = None) -> QuerySet[SpareStock]:
+    """The spares shelves, per site and part type, with their reserved and free counts. Spares
+    name no tenant's data: every reader of the inventory sees them. Filters: kind, site."""
+    stocks = with_free_counts(SpareStock.objects.all())
+    filters = {name: value for name, value in (filters or {}).items() if value}
+    if "kind" in filters:
+        stocks = stocks.filter(kind=filters["kind"])
+    if "site" in filters:
+        stocks = stocks.filter(site=filters["site"])
+    return stocks.order_by("site", "kind")
+
+
+def spares_below_minimum() -> list[SpareStock]:
+    """The shelves with fewer free parts than their minimum: the dashboard's warning."""
+    return list(spare_stock_list(user=None).filter(free__lt=F("minimum")))
+
+
+def spare_reservation_list(*, reference: str = "") -> QuerySet[SpareReservation]:
+    reservations = SpareReservation.objects.select_related("stock", "swap", "reserved_by")
+    if reference:
+        reservations = reservations.filter(reference=reference)
+    return reservations.order_by("-reserved_at", "-pk")

@@ -428,7 +428,7 @@ MATRIX: dict[str, Route] = {
                 ),
             )
         )
-        for step in ("transition", "parts", "install")
+        for step in ("transition", "parts", "install", "reserve-spare")
     },
     "api:faults:ticket-recovery": Route(
         (
@@ -590,6 +590,24 @@ def _inventory_rows() -> dict[str, Route]:
             ),
         )
     )
+    rows["api:inventory:spare-list"] = Route(
+        (
+            get("/api/inventory/spares/", api("read_inventory")),
+            post("/api/inventory/spares/", api("write_inventory", 400)),
+        )
+    )
+    rows["api:inventory:spare-detail"] = Route(
+        (
+            get(lambda w: f"/api/inventory/spares/{w.spare_stock.pk}/", api("read_inventory")),
+            Probe(
+                "PATCH",
+                lambda w: f"/api/inventory/spares/{w.spare_stock.pk}/",
+                api("write_inventory"),
+                body={},
+                note="an empty PATCH changes nothing but passes the permission check",
+            ),
+        )
+    )
     rows["api:inventory:api-root"] = Route((get("/api/inventory/", api("read_cluster")),))
     rows["api:inventory:nic-trace"] = Route(
         (get(lambda w: f"/api/inventory/nics/{w.own_nic.pk}/trace/", api("read_fabric")),)
@@ -663,6 +681,7 @@ MATRIX.update(
                 ),
             )
         ),
+        "inventory:spares": Route((get("/inventory/spares/", page("read_inventory")),)),
         "inventory:switch-list": Route((get("/inventory/switches/", page("read_cluster")),)),
         "inventory:switch-detail": Route(
             (get(lambda w: f"/inventory/switches/{w.switch.hostname}/", page("read_cluster")),)

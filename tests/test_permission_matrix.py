@@ -22,6 +22,7 @@ from faults.services.repairs import PartRequest, open_repair_case
 from inventory.allocations import allocation_create
 from inventory.models import GPU, NIC, LifecycleStatus, Node, Pod, Rack, Switch, SwitchPort
 from inventory.services import cable_create
+from inventory.spares import spare_stock_set
 from inventory.swaps import component_replace, slot_for
 from jobs.models import Job
 from portal.actions.canary import CANARY_KIND
@@ -101,6 +102,7 @@ def world(make_user, tenant_a, tenant_b):
         parts=[PartRequest(kind="gpu", gpu_index=0)],
     )
     own_swap = component_replace(slot=slot_for(kind="node", node=node), serial_in="PROBE-1")
+    spare_stock = spare_stock_set(kind="gpu", site="probe", on_hand=1)
     other_swap = component_replace(slot=slot_for(kind="node", node=other_node),
                                    serial_in="PROBE-2")
     return SimpleNamespace(
@@ -116,6 +118,7 @@ def world(make_user, tenant_a, tenant_b):
         ticket=ticket,
         repair_case=repair_case,
         own_swap=own_swap,
+        spare_stock=spare_stock,
         other_swap=other_swap,
         own_job=own_job,
         rack=rack,

@@ -23,8 +23,9 @@ from faults.policies import KNOWN_XIDS, PLATFORM_KINDS
 from faults.repair_workflow import RepairStatus
 from faults.services.recovery import RECOVERY_STEP_NAMES, recovery_steps
 from faults.workflow import Status, allowed_targets
-from inventory.api.serializers import ComponentSwapSerializer
+from inventory.api.serializers import ComponentSwapSerializer, SpareReservationSerializer
 from inventory.models import GPUS_PER_NODE, ComponentKind
+from inventory.selectors import spare_reservation_list
 from portal.api.serializers import StrictSerializer
 
 
@@ -331,14 +332,22 @@ class RepairCaseSerializer(serializers.ModelSerializer):
         help_text="how long the node waited for the part (so far, while it is awaited)"
     )
     parts = RepairPartSerializer(many=True, read_only=True)
+    spares = serializers.SerializerMethodField(help_text="spares this case reserved")
 
     class Meta:
         model = RepairCase
         fields = ["id", "reference", "ticket", "ticket_reference", "vendor",
                   "vendor_case_number", "component", "status", "allowed_transitions", "note",
                   "expected_at", "opened_at", "waiting_for_part_at", "part_received_at",
-                  "installed_at", "closed_at", "waited_for_part_hours", "opened_by", "parts"]
+                  "installed_at", "closed_at", "waited_for_part_hours", "opened_by", "parts",
+                  "spares"]
         read_only_fields = fields
+
+    @extend_schema_field(SpareReservationSerializer(many=True))
+    def get_spares(self, case) -> list[dict]:
+        return SpareReservationSerializer(
+            spare_reservation_list(reference=case.reference), many=True
+        ).data
 
     def get_allowed_transitions(self, case) -> list[str]:
         return list(case.allowed_targets)
@@ -379,6 +388,13 @@ class RepairTransitionSerializer(StrictSerializer):
                                    help_text="when the step happened; now when left out")
     note = serializers.CharField(required=False, allow_blank=True, max_length=5000)
     expected_at = serializers.DateField(required=False, allow_null=True)
+
+
+class RepairSpareRequestSerializer(StrictSerializer):
+    site = serializers.CharField(max_length=64, help_text="the site whose spares shelf to use")
+    kind = serializers.ChoiceField(choices=ComponentKind.choices, required=False,
+                                   allow_blank=True,
+                                   help_text="the part type; the case's failed component if blank")
 
 
 class RepairInstallSerializer(StrictSerializer):

@@ -340,6 +340,22 @@ class RepairCaseViewSet(
         return Response(self._reread(case), status=status.HTTP_201_CREATED)
 
     @extend_schema(
+        summary="Reserve a spare from a site's shelf for this case",
+        request=fault_serializers.RepairSpareRequestSerializer,
+        responses={201: fault_serializers.RepairCaseSerializer,
+                   400: OpenApiResponse(description="`kind` unknown or none free at the site, "
+                                                    "`site` blank; nothing is written"),
+                   409: OpenApiResponse(description="The case is installed or closed")},
+    )
+    @action(detail=True, methods=["post"], url_path="reserve-spare")
+    def reserve_spare(self, request, pk=None):
+        body = fault_serializers.RepairSpareRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        case = self.get_object()
+        repairs.reserve_case_spare(case=case, actor=request.user, **body.validated_data)
+        return Response(self._reread(case), status=status.HTTP_201_CREATED)
+
+    @extend_schema(
         summary="Install a part: its serial replaces the slot's in the inventory, with history",
         request=fault_serializers.RepairInstallSerializer,
         responses={200: fault_serializers.RepairCaseSerializer,

@@ -24,7 +24,8 @@ from faults.repair_workflow import (
     repair_targets,
 )
 from faults.services.timeline import MAX_NOTE_LENGTH, add_timeline_entry, publish_ticket_event
-from inventory.models import ComponentKind, Node
+from inventory.models import ComponentKind, Node, SpareReservation
+from inventory.spares import consume_spare, release_spares, reserve_spare
 from inventory.swaps import FUTURE_TOLERANCE, Slot, component_replace, slot_for
 from portal.errors import Conflict, InvalidInput
 from portal.services.audit import record_change, snapshot
@@ -220,6 +221,14 @@ def _move(case: RepairCase, to_status: str, *, at: datetime, actor, note: str = 
     case.save(update_fields=fields)
     record_change(actor=actor, operation="update", instance=case, before=before,
                   after=snapshot(case), note=f"{from_status} -> {to_status}", via=via)
+    if to_status == RepairStatus.CLOSED:
+        # A spare the case still holds was never installed: it is free for the next case.
+        for reservation in release_spares(reference=case.reference, actor=actor, at=at, via=via):
+            add_timeline_entry(
+                case.ticket, TimelineKind.REPAIR,
+                f"{case.reference}: spare {reservation.stock.get_kind_display()} at "
+                f"{reservation.stock.site} released.", author=actor, at=at,
+            )
     add_timeline_entry(
         case.ticket, TimelineKind.REPAIR,
         f"{case.reference}: {RepairStatus(from_status).label} → {RepairStatus(to_status).label}"
@@ -268,6 +277,7 @@ def install_repair_part(
         )
         part.swap = swap
         part.save(update_fields=["swap"])
+        spare = consume_spare(reference=case.reference, swap=swap, actor=actor, via=via)
         returning = ""
         if swap.returned_from_id:
             came_from = swap.returned_from
@@ -277,7 +287,8 @@ def install_repair_part(
         add_timeline_entry(
             case.ticket, TimelineKind.REPAIR,
             f"{case.reference}: {swap.slot} {swap.serial_out or '?'} → {swap.serial_in}"
-            f"{returning} by {_who(actor)}.",
+            f"{returning}" + (f" from the spares at {spare.stock.site}" if spare else "")
+            + f" by {_who(actor)}.",
             author=actor, at=installed_at,
         )
         if not case.parts.filter(swap__isnull=True).exists():
@@ -286,3 +297,24 @@ def install_repair_part(
         else:
             publish_ticket_event(case.ticket, "fault.updated")
     return part
+
+
+def reserve_case_spare(*, case: RepairCase, site: str, actor, kind: str = "",
+                       via: str = "api") -> SpareReservation:
+    """Hold a spare from `site`'s shelf for `case` (its failed component's type unless `kind`
+    says otherwise), so the part need not wait for the vendor. 409 when the case is installed or
+    closed; 400 naming `kind` (unknown, or none free at the site) or `site`."""
+    with transaction.atomic():
+        case = RepairCase.objects.select_for_update().select_related("ticket").get(pk=case.pk)
+        if case.status in (RepairStatus.INSTALLED, RepairStatus.CLOSED):
+            raise Conflict({"detail": f"{case.reference} is {case.get_status_display()}: "
+                                      "it needs no spare."})
+        reservation = reserve_spare(kind=kind or case.component, site=site,
+                                    reference=case.reference, actor=actor, via=via)
+        add_timeline_entry(
+            case.ticket, TimelineKind.REPAIR,
+            f"{case.reference}: spare {reservation.stock.get_kind_display()} reserved at "
+            f"{reservation.stock.site} by {_who(actor)}.", author=actor,
+        )
+        publish_ticket_event(case.ticket, "fault.updated")
+    return reservation

@@ -23,10 +23,13 @@ from inventory.models import (
     Allocation,
     Cable,
     CableStatus,
+    ComponentKind,
     ComponentSwap,
     Node,
     Pod,
     Rack,
+    SpareReservation,
+    SpareStock,
     Switch,
     SwitchPort,
 )
@@ -667,4 +670,48 @@ class ComponentSwapSerializer(serializers.ModelSerializer):
                   "slot", "serial_out", "serial_in", "uuid_out", "uuid_in", "mac_out", "mac_in",
                   "firmware_version_in", "returned_from", "returned_from_slot", "reference",
                   "note", "swapped_at", "swapped_by"]
+        read_only_fields = fields
+
+
+class SpareStockSerializer(serializers.ModelSerializer):
+    """A spares shelf: parts of one type at one site, how many cases hold, how many are free."""
+
+    reserved = serializers.IntegerField(read_only=True, help_text="held by open repair cases")
+    free = serializers.IntegerField(read_only=True, help_text="on hand and not reserved")
+    below_minimum = serializers.SerializerMethodField()
+
+    class Meta:
+        model = SpareStock
+        fields = ["id", "kind", "site", "on_hand", "minimum", "reserved", "free", "below_minimum",
+                  "updated_at"]
+        read_only_fields = fields
+
+    def get_below_minimum(self, stock) -> bool:
+        return stock.free < stock.minimum
+
+
+class SpareStockWriteSerializer(StrictSerializer):
+    """Set a shelf's count (a delivery, a stock-take) and its minimum; creates the shelf."""
+
+    kind = serializers.ChoiceField(choices=ComponentKind.choices)
+    site = serializers.CharField(max_length=64)
+    on_hand = serializers.IntegerField(required=False, min_value=0, max_value=1_000_000)
+    minimum = serializers.IntegerField(required=False, min_value=0, max_value=1_000_000)
+
+
+class SpareStockUpdateSerializer(StrictSerializer):
+    on_hand = serializers.IntegerField(required=False, min_value=0, max_value=1_000_000)
+    minimum = serializers.IntegerField(required=False, min_value=0, max_value=1_000_000)
+
+
+class SpareReservationSerializer(serializers.ModelSerializer):
+    kind = serializers.CharField(source="stock.kind", read_only=True)
+    site = serializers.CharField(source="stock.site", read_only=True)
+    reserved_by = serializers.CharField(source="reserved_by.username", default=None,
+                                        read_only=True)
+
+    class Meta:
+        model = SpareReservation
+        fields = ["id", "kind", "site", "reference", "status", "reserved_at", "consumed_at",
+                  "released_at", "swap", "reserved_by"]
         read_only_fields = fields

@@ -18,6 +18,7 @@ router.register("ports", views.SwitchPortViewSet, basename="port")
 router.register("cables", views.CableViewSet, basename="cable")
 router.register("allocations", views.AllocationViewSet, basename="allocation")
 router.register("swaps", views.ComponentSwapViewSet, basename="swap")
+router.register("spares", views.SpareStockViewSet, basename="spare")
 
 urlpatterns = [
     path("topology/import", views.TopologyImportView.as_view(), name="topology-import"),

@@ -8,7 +8,7 @@ from django.db.models.deletion import ProtectedError, RestrictedError
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import viewsets
+from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.filters import SearchFilter
 from rest_framework.generics import get_object_or_404
@@ -37,10 +37,12 @@ from inventory.models import (
     Node,
     Pod,
     Rack,
+    SpareStock,
     Switch,
     SwitchPort,
 )
 from inventory.services import cable_create_on_rail, cable_update
+from inventory.spares import spare_stock_set
 from inventory.topology.importer import import_topology
 from inventory.topology.spec import spec_from_yaml
 from inventory.validation import RULES, current_violations
@@ -496,3 +498,63 @@ class ComponentSwapViewSet(SelectorQuerysetMixin, viewsets.ReadOnlyModelViewSet)
     )
     def list(self, request, *args, **kwargs):
         return super().list(request, *args, **kwargs)
+
+
+class SpareStockViewSet(
+    SelectorQuerysetMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Spare parts per part type and site: on hand, reserved by repair cases, free, and the
+    minimum below which the dashboard warns. POST sets a shelf's count (creating it), PATCH its
+    count or minimum; reservations are made by repair cases
+    (/api/faults/repair-cases/{id}/reserve-spare/). Filters: kind, site."""
+
+    read_capability = "read_inventory"
+    write_capability = "write_inventory"
+    queryset = SpareStock.objects.none()
+    serializer_class = inventory_serializers.SpareStockSerializer
+    filter_backends: list = []  # the selector filters; see SPARE_FILTERS
+
+    def restrict_queryset(self, user):
+        filters = {name: self.request.query_params.get(name) for name in selectors.SPARE_FILTERS}
+        return selectors.spare_stock_list(user=user, filters=filters)
+
+    def _reread(self, stock) -> dict:
+        stock = selectors.spare_stock_list(user=self.request.user).get(pk=stock.pk)
+        return inventory_serializers.SpareStockSerializer(stock).data
+
+    @extend_schema(
+        summary="Spare parts per type and site",
+        parameters=[OpenApiParameter(name, OpenApiTypes.STR) for name in selectors.SPARE_FILTERS],
+    )
+    def list(self, request, *args, **kwargs):
+        return super().list(request, *args, **kwargs)
+
+    @extend_schema(
+        summary="Set a spares shelf's count and minimum (creates it)",
+        request=inventory_serializers.SpareStockWriteSerializer,
+        responses={201: inventory_serializers.SpareStockSerializer,
+                   400: OpenApiResponse(description="`kind` unknown, `site` blank, `on_hand` "
+                                                    "below what cases hold; nothing is written")},
+    )
+    def create(self, request, *args, **kwargs):
+        body = inventory_serializers.SpareStockWriteSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        stock = spare_stock_set(actor=request.user, **body.validated_data)
+        return Response(self._reread(stock), status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        summary="Change a spares shelf's count or minimum",
+        request=inventory_serializers.SpareStockUpdateSerializer,
+        responses={200: inventory_serializers.SpareStockSerializer,
+                   400: OpenApiResponse(description="`on_hand` below what cases hold")},
+    )
+    def partial_update(self, request, *args, **kwargs):
+        body = inventory_serializers.SpareStockUpdateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        stock = self.get_object()
+        stock = spare_stock_set(kind=stock.kind, site=stock.site, actor=request.user,
+                                **body.validated_data)
+        return Response(self._reread(stock))

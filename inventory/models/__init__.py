@@ -4,6 +4,7 @@ from inventory.models.history import ROW_KINDS, ComponentKind, ComponentSwap
 from inventory.models.imports import TopologyImportRun
 from inventory.models.network import Cable, CableStatus, Switch, SwitchPort
 from inventory.models.revision import InventoryRevision
+from inventory.models.spares import ReservationStatus, SpareReservation, SpareStock
 from inventory.models.topology import LifecycleStatus, Pod, Rack
 
 __all__ = [
@@ -22,6 +23,9 @@ __all__ = [
     "Node",
     "Pod",
     "Rack",
+    "ReservationStatus",
+    "SpareReservation",
+    "SpareStock",
     "Switch",
     "SwitchPort",
     "TopologyImportRun",

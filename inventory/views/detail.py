@@ -66,6 +66,23 @@ class PartHistoryView(InventoryPageMixin, TemplateView):
         return context
 
 
+class SparesView(InventoryPageMixin, TemplateView):
+    """The spares shelves per site and part type (free, reserved, minimum) and the latest
+    reservations; writes go through /api/inventory/spares/ and the repair cases."""
+
+    section = "spares"
+    template_name = "inventory/spares.html"
+    capability = "read_inventory"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        context.update(
+            stocks=selectors.spare_stock_list(user=self.request.user),
+            reservations=selectors.spare_reservation_list()[:50],
+        )
+        return context
+
+
 class NicTraceView(InventoryPageMixin, TemplateView):
     """The path of one NIC through the fabric; a fragment for htmx, a page otherwise."""
 

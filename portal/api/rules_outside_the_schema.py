@@ -23,6 +23,7 @@ NO_NUL_IN_KEYS = (
 BULK_IDS = (
     "Each item's `id` names an existing object that you may change, at most once per request."
 )
+SPARES_HELD = "`on_hand` is not below the spares that repair cases hold on this shelf."
 SWITCH_REACHABLE = "The switch has a management address (its configuration is reached there)."
 PERIOD = (
     "`since` is not after `until`, and the period spans at most 1098 days (3 years); "
@@ -93,6 +94,8 @@ RULES_OUTSIDE_THE_SCHEMA: dict[str, tuple[str, ...]] = {
     "PATCH /api/inventory/nics/{id}/": (NIC_ROLE,),
     "PATCH /api/inventory/nodes/bulk/": (BULK_IDS, NODE_FIELDS),
     "PATCH /api/inventory/nodes/{id}/": (NODE_FIELDS,),
+    "PATCH /api/inventory/spares/{id}/": (SPARES_HELD,),
+    "POST /api/inventory/spares/": ("`site` is not blank once trimmed.", SPARES_HELD),
     "PATCH /api/inventory/pods/bulk/": (BULK_IDS, POD_NAME),
     "PATCH /api/inventory/pods/{id}/": (POD_NAME,),
     "PATCH /api/inventory/ports/bulk/": (BULK_IDS, PORT_FIELDS),
@@ -130,6 +133,10 @@ RULES_OUTSIDE_THE_SCHEMA: dict[str, tuple[str, ...]] = {
     "POST /api/faults/repair-cases/{id}/parts/": (
         "A part names what its kind needs (`gpu_index` for a GPU, `nic` for a NIC), on an "
         "existing `node`.",
+    ),
+    "POST /api/faults/repair-cases/{id}/reserve-spare/": (
+        "`site` has a spares shelf with a part of `kind` (the case's component when blank) that "
+        "no other case holds; the case is neither installed nor closed.",
     ),
     "POST /api/faults/repair-cases/{id}/transition/": (
         "`to_status` is reachable from the case's status; `at` is not before the case opened "

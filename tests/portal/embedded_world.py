@@ -79,6 +79,9 @@ def add_repairs() -> None:
     )
     component_replace(slot=slot_for(kind="node", node=node), serial_in="EMBEDDED-1")
     component_replace(slot=slot_for(kind="node", node=other_node), serial_in="EMBEDDED-2")
+    from inventory.spares import spare_stock_set
+
+    spare_stock_set(kind="gpu", site="embedded", on_hand=1)
 
 
 def _brief(instance, *fields: str) -> dict | None:
@@ -100,6 +103,7 @@ def describe() -> None:
         Node,
         Pod,
         Rack,
+        SpareStock,
         Switch,
         SwitchPort,
     )
@@ -144,6 +148,7 @@ def describe() -> None:
         "audit_entry": _brief(AuditEntry.objects.order_by("pk").first()),
         "foreign_token": _brief(APIToken.objects.filter(user__username="demo-admin").first()),
         "repair_case": _brief(RepairCase.objects.order_by("pk").first()),
+        "spare_stock": _brief(SpareStock.objects.order_by("pk").first()),
         "own_swap": _brief(
             ComponentSwap.objects.filter(node=node).order_by("pk").first(), "serial_in"
         ),

@@ -204,6 +204,7 @@ SEEDED_ROUTES = (
     "/api/inventory/pods/{id}/",
     "/api/inventory/ports/{id}/",
     "/api/inventory/racks/{id}/",
+    "/api/inventory/spares/{id}/",
     "/api/inventory/swaps/{id}/",
     "/api/inventory/switches/{id}/",
     "/api/jobs/jobs/{job_id}/",
@@ -322,6 +323,12 @@ def seed_world() -> dict[str, list]:
             repairs.transition_repair_case(case=case, to_status=status, actor=operator)
     repairs.install_repair_part(case=case, part=case.parts.last(), serial_in="PSU-NEW",
                                 serial_out="PSU-OLD", actor=operator)
+    from inventory.models import SpareStock
+    from inventory.spares import spare_stock_set
+
+    # A shelf with free GPUs (a reservation can succeed) and one with none (it is refused).
+    spare_stock_set(kind="gpu", site="tokyo", on_hand=50, minimum=2)
+    spare_stock_set(kind="psu", site="tokyo", on_hand=0, minimum=1)
     from portal.models import Action, APIToken
 
     LldpFinding.objects.create(
@@ -350,6 +357,7 @@ def seed_world() -> dict[str, list]:
         "/api/inventory/pods/{id}/": [pod.pk for pod in pods],
         "/api/inventory/ports/{id}/": [port.pk for port in ports],
         "/api/inventory/racks/{id}/": [rack.pk for rack in racks],
+        "/api/inventory/spares/{id}/": list(SpareStock.objects.values_list("pk", flat=True)),
         "/api/inventory/swaps/{id}/": list(ComponentSwap.objects.values_list("pk", flat=True)),
         "/api/inventory/switches/{id}/": [leaf.pk, storage.pk],
         "/api/jobs/jobs/{job_id}/": ["4242", "4243"],
