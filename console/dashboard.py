@@ -329,9 +329,10 @@ def cluster_grid(
             user=user, groups=groups, pod=pod, rack=rack, problems_only=problems_only
         )
     nodes = _sorted_nodes(visible)
-    gpu_counts = Counter(
-        GPU.objects.filter(node__in=visible_nodes(user=user)).values_list("node_id", flat=True)
-    )
+    gpu_counts = Counter(dict(
+        GPU.objects.filter(node__in=visible).order_by().values_list("node_id")
+        .annotate(count=Count("id"))
+    ))
     state_counts: Counter[str] = Counter(grid_state(node.slurm_state) for node in nodes)
     pod_names: list[str] = []
     for node in nodes:
@@ -467,7 +468,10 @@ def _fleet_grid(*, user, groups, pod: str, rack: str, problems_only: bool) -> Cl
             nodes = nodes.filter(problem)
         nodes = _sorted_nodes(nodes)
         ids = [node.pk for node in nodes]
-        gpu_counts = Counter(GPU.objects.filter(node__in=ids).values_list("node_id", flat=True))
+        gpu_counts = Counter(dict(
+            GPU.objects.filter(node__in=ids).order_by().values_list("node_id")
+            .annotate(count=Count("id"))
+        ))
         pods = _node_pods(
             user=user, nodes=nodes, scope=ids, gpu_counts=gpu_counts,
             keep=lambda pod_name, cell: not problems_only or cell.is_problem,
