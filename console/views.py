@@ -44,7 +44,8 @@ class DashboardView(RoleRequiredMixin, TemplateView):
     capability = "use_portal"
 
     def get(self, request, *args, **kwargs):
-        # ?pod=p3 and ?view=problems narrow the grid; a bad value is a 400 naming its field.
+        # ?pod=p3, ?rack= (within the pod) and ?view=problems narrow the grid; a bad value is
+        # a 400 naming its field.
         try:
             grid, errors = cluster_grid(user=request.user, **clean_grid_filters(request.GET)), {}
         except InvalidInput as error:

@@ -100,10 +100,21 @@ def sync_node_states(
         )
         tenants = _tenants_holding(changed_nodes, now)
         by_id = {node.pk: node for node in changed_nodes}
+        # A fleet's dashboard draws pods and racks, not nodes: the event names the node's pod
+        # and rack so the page moves that aggregate cell's counts (one query for all changes).
+        places = {
+            pk: (pod or "", rack or "")
+            for pk, pod, rack in Node.objects.filter(pk__in=by_id).values_list(
+                "pk", "pod__name", "rack__name"
+            )
+        }
         for change in changes:
+            pod, rack = places.get(change.node_id, ("", ""))
             payload = {
                 "id": change.node_id,
                 "hostname": change.hostname,
+                "pod": pod,
+                "rack": rack,
                 "state": change.state,
                 "previous_state": change.previous_state,
                 "reason": change.reason,

@@ -278,6 +278,10 @@ CELERY_BEAT_SCHEDULE |= {
     },
 }
 # Switches read at once by one poll (threads; each waits on SSH, not on the CPU).
+# Past this many nodes the dashboard draws pods (or a big pod's racks) as aggregate cells with a
+# drill-down, not a cell per node: 12,500 node cells were 2.96 MB and 1.1 s, and 2,000 (scale
+# 20) 1.3 s under load (issue 28). SAKURAONE's 100 nodes stay a cell each.
+DASHBOARD_AGGREGATE_ABOVE_NODES = env_int(ENV, "DASHBOARD_AGGREGATE_ABOVE_NODES", 1000)
 FABRIC_POLL_CONCURRENCY = env_int(ENV, "FABRIC_POLL_CONCURRENCY", 16)
 # History: one row per port per resolution slot, kept as a ring of this many seconds.
 FABRIC_HISTORY_SECONDS = env_int(ENV, "FABRIC_HISTORY_SECONDS", 86400)

@@ -37,6 +37,49 @@
     });
   }
 
+  // A fleet's grid draws a cell per pod (or per rack of one pod): the event names the node's
+  // pod and rack, and the cell that holds it moves one node from its old state to its new one.
+  // Same text as console/dashboard.py AggregateCell.label.
+  function aggregateLabel(agg) {
+    const level = agg.dataset.aggRack ? "rack" : "pod";
+    const counted = [];
+    let total = 0;
+    agg.querySelectorAll("[data-agg-count]").forEach((span) => {
+      const n = Number(span.dataset.n || 0);
+      total += n;
+      if (n) counted.push(`${n} ${span.dataset.aggCount}`);
+    });
+    const name = level === "rack" ? agg.dataset.aggRack : agg.dataset.aggPod;
+    const parts = [`${level} ${name}: ${total} nodes (${counted.join(", ") || "none"})`];
+    const label = agg.getAttribute("aria-label") || "";
+    const tickets = label.indexOf(" · ");
+    if (tickets >= 0) parts.push(label.slice(tickets + 3));
+    return parts.join(" · ");
+  }
+
+  function moveAggregate(payload, before, next) {
+    const pod = String(payload.pod || ""), rack = String(payload.rack || "");
+    const agg = document.querySelector(`.aggregate-cell[data-agg-pod="${CSS.escape(pod)}"][data-agg-rack="${CSS.escape(rack)}"]`)
+      || document.querySelector(`.aggregate-cell[data-agg-pod="${CSS.escape(pod)}"][data-agg-rack=""]`);
+    if (!agg) return;
+    [[before, -1], [next, +1]].forEach(([state, delta]) => {
+      const span = agg.querySelector(`[data-agg-count="${CSS.escape(state)}"]`);
+      if (!span) return;
+      const n = Math.max(0, Number(span.dataset.n || 0) + delta);
+      span.dataset.n = String(n);
+      span.textContent = span.textContent.replace(/\d+$/, String(n));
+    });
+    const problems = [...PROBLEM_STATES].reduce((sum, state) => {
+      const span = agg.querySelector(`[data-agg-count="${state}"]`);
+      return sum + (span ? Number(span.dataset.n || 0) : 0);
+    }, 0);
+    if (problems) agg.dataset.problems = String(problems); else delete agg.dataset.problems;
+    const label = aggregateLabel(agg);
+    agg.title = label;
+    agg.setAttribute("aria-label", label);
+    flash(agg);
+  }
+
   // A node the page does not draw is counted from the event's previous state, except when
   // re-applied after a refresh (`countUnseen` false): the fresh counts may include it already.
   function applyNodeState(payload, countUnseen = true) {
@@ -49,6 +92,7 @@
       bumpCount(next, +1);
     }
     if (!cell) {
+      if (countUnseen && before !== next && payload.previous_state !== undefined) moveAggregate(payload, before, next);
       const card = document.getElementById("cluster-grid-card");
       if (card && card.dataset.gridProblems && PROBLEM_STATES.has(next)) scheduleRefresh(250);
       return;

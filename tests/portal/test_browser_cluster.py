@@ -212,3 +212,51 @@ def test_a_port_shut_from_the_ui_shows_on_the_fabric_page_without_a_reload(
     assert page.text_content(cell).strip() == "X"
     assert page.evaluate("window.__sameDocument") == "yes"
     page.screenshot(path=str(ARTIFACTS / "fabric-port-shut-live.png"), full_page=True)
+
+
+@pytest.fixture
+def fleet_server(settings):
+    """The portal with its aggregate threshold under build_cluster's 16 nodes: the dashboard
+    draws the two pods as aggregate cells, as it draws a 100,000-GPU fleet's 250."""
+    from tests.conftest import PortalServerProcess
+
+    server = PortalServerProcess(
+        settings.DATABASES["default"]["NAME"], {"DASHBOARD_AGGREGATE_ABOVE_NODES": "4"}
+    )
+    server.start()
+    yield server
+    server.stop()
+
+
+def test_a_fleet_dashboard_moves_the_pod_cell_of_a_node_that_changes_state(
+    fleet_server, browser_page, make_user
+):
+    from portal.realtime import publish
+
+    build_cluster()
+    page = browser_page
+    log_in(page, fleet_server, make_user(Role.OPERATOR).username)
+    page.wait_for_selector("#live-indicator[data-state=live]", timeout=15_000)
+    page.evaluate("window.__sameDocument = 'yes'")
+    assert page.locator(".node-cell[id^=node-cell-]").count() == 0
+    pod2 = ".aggregate-cell[data-agg-pod=pod2]"
+    assert page.get_attribute(f"{pod2} [data-agg-count=unknown]", "data-n") == "8"
+
+    # The node-state sync's event for gpu011 (pod2, rack p2-r01), as jobs/sync.py sends it.
+    event = {"hostname": "gpu011", "state": "drained", "previous_state": "", "reason": "XID 79",
+             "pod": "pod2", "rack": "p2-r01"}
+    outside_the_browser_loop(lambda: publish("cluster", "node.state", event))
+    page.wait_for_selector(f"{pod2} [data-agg-count=drained][data-n='1']", timeout=15_000)
+    assert page.get_attribute(f"{pod2} [data-agg-count=unknown]", "data-n") == "7"
+    assert page.get_attribute(pod2, "data-problems") == "1"
+    assert "8 nodes (1 drained, 7 unknown)" in page.get_attribute(pod2, "aria-label")
+    assert page.text_content("[data-state-count=drained]").strip() == "1"
+    pod1 = ".aggregate-cell[data-agg-pod=pod1]"
+    assert page.get_attribute(f"{pod1} [data-agg-count=unknown]", "data-n") == "8"
+    assert page.evaluate("window.__sameDocument") == "yes"
+    page.screenshot(path=str(ARTIFACTS / "cluster-dashboard-fleet.png"), full_page=True)
+
+    # The cell opens its pod: 8 nodes, more than the threshold, drawn as its two racks.
+    page.click(pod2)
+    page.wait_for_url(f"{fleet_server.url}/?pod=pod2")
+    assert page.locator(".aggregate-cell").count() == 2
