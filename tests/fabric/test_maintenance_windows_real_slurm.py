@@ -26,7 +26,6 @@ pytest_plugins = ["tests.jobs.slurm_fixtures"]  # real_slurm, fleet
 pytestmark = [pytest.mark.slurm, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 ACTION_TIMEOUT = 30
-NODES = ["gpu021", "gpu022"]
 
 
 @pytest.fixture
@@ -89,31 +88,41 @@ def settled(real_slurm, job_id: str) -> tuple[str, str]:
     return state, reason
 
 
+def idle_nodes(real_slurm, count: int) -> list[str]:
+    """Nodes Slurm reports idle now: the test cluster is shared, and a node another test
+    reboots or drains would keep even a short job pending."""
+    out = real_slurm.run("sinfo", "-h", "-N", "-t", "idle", "-o", "%N").stdout.split()
+    names = sorted(set(out), reverse=True)[:count]
+    assert len(names) == count, f"fewer than {count} idle nodes: {out}"
+    return sorted(names)
+
+
 def test_a_planned_window_is_a_maint_reservation_that_keeps_jobs_from_running_across_it(
     worker, fleet, real_slurm, jobs_cleaned
 ):
+    across_node, before_node = nodes = idle_nodes(real_slurm, 2)
     start = (timezone.now() + timedelta(minutes=10)).replace(microsecond=0)
     end = start + timedelta(hours=1)
     window = create_maintenance_window(planned_start=start, planned_end=end,
-                                       hostlist="gpu[021-022]", reason="PSU swap in rack 5")
+                                       hostlist=",".join(nodes), reason="PSU swap in rack 5")
     result = last_reservation_action(window).result
 
     held = slurm_reservations(real_slurm)[f"portal-maint-{window.pk}"]
     assert "MAINT" in held["Flags"].split(",")
-    assert expand_hostlist(held["Nodes"]) == NODES
+    assert expand_hostlist(held["Nodes"]) == nodes
     assert (held["StartTime"], held["EndTime"]) == (slurm_time(start), slurm_time(end))
     assert result["flags"] == ["MAINT", "IGNORE_JOBS"]
 
-    # 60 minutes from now would run into the window: Slurm does not start it on gpu021.
-    across = submit(real_slurm, "gpu021", minutes=60)
+    # 60 minutes from now would run into the window: Slurm does not start it.
+    across = submit(real_slurm, across_node, minutes=60)
     jobs_cleaned.append(across)
     state, reason = settled(real_slurm, across)
     assert state == "PENDING"
     assert "ReqNodeNotAvail" in reason or "Reserv" in reason, reason
     # 2 minutes end well before it: the node is not taken out of service early.
-    before = submit(real_slurm, "gpu022", minutes=2)
+    before = submit(real_slurm, before_node, minutes=2)
     jobs_cleaned.append(before)
-    assert settled(real_slurm, before)[0] == "RUNNING"
+    assert settled(real_slurm, before) == ("RUNNING", "None")
 
     cancel_maintenance_window(window)
     last_reservation_action(window)
