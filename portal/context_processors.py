@@ -16,6 +16,7 @@ NAVIGATION = [
     ("Inventory", "inventory:node-list", 3),
     ("Jobs", "jobs:job-list", 4),
     ("Fabric", "fabric:switch-list", 6),
+    ("Maintenance", "fabric:maintenance-calendar", None),
     ("Faults", "faults:board", 5),
     ("Actions", "action-list", None),
     ("Tenants", "tenant-list", None),
