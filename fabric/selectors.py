@@ -450,3 +450,10 @@ def nodes_in_running_windows(hostnames) -> set[str]:
             status=MaintenanceWindow.Status.RUNNING).values_list("reserved_nodes", flat=True):
         covered.update(wanted.intersection(reserved))
     return covered
+
+
+def running_window_of_node(hostname: str) -> MaintenanceWindow | None:
+    """The running maintenance window whose reservation holds `hostname`, if any."""
+    # Read in Python: JSON containment is not a lookup SQLite (the embedded default) has.
+    running = MaintenanceWindow.objects.filter(status=MaintenanceWindow.Status.RUNNING)
+    return next((window for window in running if hostname in window.reserved_nodes), None)

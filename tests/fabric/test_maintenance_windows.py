@@ -130,3 +130,33 @@ def test_at_its_time_it_starts_and_at_its_end_undoes_exactly_what_it_did_and_fil
     window.refresh_from_db()
     assert window.status == "ended"
     assert not FaultTicket.objects.exists()
+
+
+def test_the_calendar_plans_and_lists_windows_and_the_node_page_badges_a_running_one(
+    leaf, client, make_user
+):
+    client.force_login(make_user(Role.OPERATOR))
+    start = (timezone.now() + timedelta(days=1)).replace(second=0, microsecond=0)
+    form = {"planned_start": start.strftime("%Y-%m-%dT%H:%M"),
+            "planned_end": (start - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M"),
+            "switches": LEAF, "nodes": "", "reason": "optics"}
+    refused = client.post("/fabric/maintenance/", form)
+    assert refused.status_code == 400
+    assert "planned_end: The planned end must be after the planned start." in (
+        refused.content.decode())
+    form["planned_end"] = (start + timedelta(hours=3)).strftime("%Y-%m-%dT%H:%M")
+    assert client.post("/fabric/maintenance/", form).status_code == 302
+    window = MaintenanceWindow.objects.get()
+    assert window.planned_start == start
+
+    page = client.get("/fabric/maintenance/").content.decode()
+    assert f'data-window="{window.pk}"' in page and "scheduled" in page and LEAF in page
+    assert 'href="/fabric/maintenance/"' in page  # the header links the calendar
+    node_page = client.get("/inventory/nodes/gpu001/").content.decode()
+    assert "node-maintenance-badge" not in node_page
+
+    assert client.post(f"/fabric/maintenance/{window.pk}/start/").status_code == 302
+    window.refresh_from_db()
+    assert window.status == "running"
+    node_page = client.get("/inventory/nodes/gpu001/").content.decode()
+    assert "node-maintenance-badge" in node_page and f"window #{window.pk}" in node_page
