@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from fabric import maintenance_windows as windows
 from fabric.models import MaintenanceWindow
 from fabric.selectors import maintenance_window_list
+from portal.api.rules_outside_the_schema import MAINTENANCE_WINDOW
 from portal.api.serializers import StrictSerializer
 
 CHANGED = {
@@ -75,6 +76,7 @@ class MaintenanceWindowViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
         return Response(self.get_serializer(window).data, status=code)
 
     @extend_schema(summary="Plan a maintenance window (reserves its nodes in Slurm, flags=MAINT)",
+                   description=MAINTENANCE_WINDOW,
                    request=MaintenanceWindowRequestSerializer,
                    responses={201: MaintenanceWindowSerializer, **CHANGED})
     def create(self, request):
