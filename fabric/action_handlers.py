@@ -26,7 +26,12 @@ from fabric.drivers.base import (
 )
 from fabric.hooks import LinkChange, notify_fabric_signals
 from fabric.impact import blast_radius
-from fabric.models import Maintenance, SwitchPollState
+from fabric.maintenance_windows import (
+    WINDOW_RESERVATION_ACTION,
+    WINDOW_RESERVATION_FLAGS,
+    reservation_account,
+)
+from fabric.models import Maintenance, MaintenanceWindow, SwitchPollState
 from fabric.port_state import is_link_change, link_status
 from fabric.services import (
     APPLY_QOS_ACTION,
@@ -38,8 +43,9 @@ from fabric.services import (
 )
 from fabric.targets import switch_target
 from inventory.models import Switch, SwitchPort
+from jobs.action_handlers import _call_slurm
 from jobs.drain_progress import DrainProgress, drain_progress
-from jobs.drivers.base import SlurmError, SlurmUnavailable, get_slurm_driver
+from jobs.drivers.base import SlurmError, SlurmReservation, SlurmUnavailable, get_slurm_driver
 from portal.actions.registry import (
     ActionWaiting,
     PermanentActionError,
@@ -297,3 +303,30 @@ def enable_ecn_counters(action: Action) -> dict:
     # Shown at once; the next poll confirms it from the counters themselves.
     SwitchPollState.objects.filter(switch=switch).update(ecn_counters=state)
     return {"switch": switch.hostname, "ecn_counters": state}
+
+
+@register_action_handler(
+    WINDOW_RESERVATION_ACTION,
+    description="Make the Slurm MAINT reservation of a maintenance window match the window.",
+)
+def sync_window_reservation(action: Action) -> dict:
+    """Reconciles, so a late or repeated run leaves Slurm as the window now is: a scheduled or
+    running window's nodes reserved (flags=MAINT) until its planned end, no reservation for
+    one that ended, was cancelled or is gone."""
+    name = action.parameters["reservation"]
+    window = MaintenanceWindow.objects.filter(pk=action.parameters["window_id"]).first()
+    driver = get_slurm_driver()
+    now = timezone.now()
+    if window is None or not window.is_open or window.planned_end <= now:
+        _call_slurm(driver.delete_reservation, name)
+        return {"reservation": name, "deleted": True}
+    # Slurm refuses a start in the past; a window started early holds its nodes from then.
+    start = min(window.planned_start, window.started_at or window.planned_start)
+    wanted = SlurmReservation(
+        name=name, accounts=(reservation_account(),), node_names=tuple(window.reserved_nodes),
+        start=max(start, now), end=window.planned_end, flags=WINDOW_RESERVATION_FLAGS,
+    )
+    _call_slurm(driver.create_or_update_reservation, wanted)
+    return {"reservation": name, "nodes": len(wanted.node_names),
+            "start": wanted.start.isoformat(), "end": wanted.end.isoformat(),
+            "flags": list(wanted.flags)}

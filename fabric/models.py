@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 
 from fabric.drivers.sonic_flex_counters import STATES as ECN_COUNTER_STATES
 from inventory.models import Switch, SwitchPort
@@ -212,6 +212,8 @@ class Maintenance(models.Model):
     OPEN_STATUSES = (Status.STARTING, Status.ACTIVE, Status.ENDING)
 
     switch = models.ForeignKey(Switch, on_delete=models.PROTECT, related_name="maintenances")
+    window = models.ForeignKey("fabric.MaintenanceWindow", null=True, blank=True,
+                               on_delete=models.PROTECT, related_name="maintenances")
     reason = models.TextField()
     requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                      on_delete=models.SET_NULL, related_name="+")
@@ -256,3 +258,61 @@ class Maintenance(models.Model):
     def nodes_to_resume(self) -> list[str]:
         before = set(self.nodes_drained_before)
         return [name for name in self.nodes if name not in before]
+
+
+class MaintenanceWindow(models.Model):
+    """Maintenance planned ahead of time: a start and an end, switches and nodes, a reason and
+    an owner. From its creation a Slurm MAINT reservation holds its nodes over the planned
+    time, so that no job is scheduled across it; at its start (by an operator, or by the
+    periodic `fabric.tasks.run_maintenance_windows` once the time has come) each of its switches
+    gets a `Maintenance` (drain, wait for the jobs, shut); its end ends those, which start
+    exactly the ports they shut and resume exactly the nodes they drained.
+
+    Nodes named on their own (not behind a switch of the window) are held by the reservation
+    alone: created before any job could be scheduled across the window, it keeps them empty.
+    """
+
+    class Status(models.TextChoices):
+        SCHEDULED = "scheduled"  # planned; the reservation holds its nodes from planned_start
+        RUNNING = "running"  # started: its switches' maintenances drain, shut, stay shut
+        ENDED = "ended"  # the end Actions are queued; the reservation is being deleted
+        CANCELLED = "cancelled"  # never started; the reservation is being deleted
+
+    OPEN_STATUSES = (Status.SCHEDULED, Status.RUNNING)
+
+    reason = models.TextField()
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                              on_delete=models.SET_NULL, related_name="+")
+    planned_start = models.DateTimeField(db_index=True)
+    planned_end = models.DateTimeField(db_index=True)
+    switches = models.ManyToManyField(Switch, blank=True, related_name="maintenance_windows")
+    nodes = models.JSONField(default=list, help_text="Nodes named on their own (a hostlist "
+                                                     "expanded), besides the switches' nodes")
+    reserved_nodes = models.JSONField(
+        default=list, help_text="Every node its Slurm reservation holds: the switches' and these")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.SCHEDULED,
+                              db_index=True)
+    reservation_action = models.ForeignKey(
+        "portal.Action", null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        help_text="The last Action that made Slurm's reservation match this window")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["planned_start", "id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(planned_end__gt=F("planned_start")),
+                                   name="fabric_window_ends_after_start"),
+        ]
+
+    def __str__(self) -> str:
+        return f"maintenance window #{self.pk} [{self.status}]"
+
+    @property
+    def reservation_name(self) -> str:
+        return f"portal-maint-{self.pk}"
+
+    @property
+    def is_open(self) -> bool:
+        return self.status in self.OPEN_STATUSES

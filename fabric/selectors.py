@@ -28,7 +28,13 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 from django.utils import timezone
 
-from fabric.models import LldpFinding, Maintenance, PortCounterHistory, PortCounterLatest
+from fabric.models import (
+    LldpFinding,
+    Maintenance,
+    MaintenanceWindow,
+    PortCounterHistory,
+    PortCounterLatest,
+)
 from fabric.port_state import STATE_LETTERS, port_state_letter
 from inventory.models import Switch, SwitchPort
 from inventory.selectors import active_cables, port_list, switch_list
@@ -411,3 +417,43 @@ def ports_under_maintenance(switch_hostname: str) -> set[str]:
     ).values_list("ports", flat=True):
         names.update(ports)
     return names
+
+
+def maintenance_window_list() -> QuerySet[MaintenanceWindow]:
+    """Every maintenance window, soonest first (the fabric's readers may see them all)."""
+    return MaintenanceWindow.objects.select_related("owner").prefetch_related("switches")
+
+
+def maintenance_calendar(*, around: datetime, days: int = 28) -> dict:
+    """The windows that touch the `days` from the start of `around`'s week, by day, and those
+    running now; past, current and future alike."""
+    first = (around - timedelta(days=around.weekday())).replace(
+        hour=0, minute=0, second=0, microsecond=0)
+    last = first + timedelta(days=days)
+    windows = list(maintenance_window_list().filter(planned_start__lt=last,
+                                                    planned_end__gt=first))
+    by_day = []
+    for offset in range(days):
+        day = first + timedelta(days=offset)
+        following = day + timedelta(days=1)
+        by_day.append({"day": day, "windows": [
+            window for window in windows
+            if window.planned_start < following and window.planned_end > day]})
+    return {"first": first, "last": last, "days": by_day, "windows": windows}
+
+
+def nodes_in_running_windows(hostnames) -> set[str]:
+    """Of `hostnames`, those a running maintenance window covers (for the node badges)."""
+    wanted = set(hostnames)
+    covered: set[str] = set()
+    for reserved in MaintenanceWindow.objects.filter(
+            status=MaintenanceWindow.Status.RUNNING).values_list("reserved_nodes", flat=True):
+        covered.update(wanted.intersection(reserved))
+    return covered
+
+
+def running_window_of_node(hostname: str) -> MaintenanceWindow | None:
+    """The running maintenance window whose reservation holds `hostname`, if any."""
+    # Read in Python: JSON containment is not a lookup SQLite (the embedded default) has.
+    running = MaintenanceWindow.objects.filter(status=MaintenanceWindow.Status.RUNNING)
+    return next((window for window in running if hostname in window.reserved_nodes), None)

@@ -36,3 +36,15 @@ def check_running_jobs_rail_health() -> dict:
     from fabric.rail_health import check_running_jobs
 
     return {"imbalanced": check_running_jobs()}
+
+
+@shared_task(name="fabric.tasks.run_maintenance_windows", base=NonOverlappingTask,
+             acks_late=True)
+def run_maintenance_windows() -> dict:
+    """Start and end maintenance windows at their planned times
+    (beat: MAINTENANCE_WINDOW_CHECK_SECONDS)."""
+    from dataclasses import asdict
+
+    from fabric.maintenance_windows import run_due_windows
+
+    return asdict(run_due_windows())

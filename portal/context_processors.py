@@ -16,6 +16,7 @@ NAVIGATION = [
     ("Inventory", "inventory:node-list", 3),
     ("Jobs", "jobs:job-list", 4),
     ("Fabric", "fabric:switch-list", 6),
+    ("Maintenance", "fabric:maintenance-calendar", None),
     ("Faults", "faults:board", 5),
     ("Actions", "action-list", None),
     ("Tenants", "tenant-list", None),
@@ -45,6 +46,11 @@ def navigation(request):
             continue
         active = bool(url) and (current == url or (url != "/" and current.startswith(url)))
         items.append({"label": label, "url": url, "issue": issue, "active": active})
+    # One section is current: the one whose address matches the most (/fabric/maintenance/ is
+    # Maintenance, not Fabric as well).
+    matching = [item for item in items if item["active"]]
+    for item in matching:
+        item["active"] = len(item["url"]) == max(len(other["url"]) for other in matching)
     return {"navigation": items, "user_role": role, "may": capabilities_of(role)}
 
 

@@ -296,6 +296,17 @@ FABRIC_RAIL_IMBALANCE_SAMPLES = env_int(ENV, "FABRIC_RAIL_IMBALANCE_SAMPLES", 3)
 MAINTENANCE_CHECK_SECONDS = env_float(ENV, "MAINTENANCE_CHECK_SECONDS", 15.0)
 MAINTENANCE_DRAIN_DEADLINE_SECONDS = env_float(ENV, "MAINTENANCE_DRAIN_DEADLINE_SECONDS",
                                                4 * 3600.0)
+# Maintenance windows (fabric/maintenance_windows.py): how often beat starts the windows whose
+# planned start has come and ends those whose planned end has passed.
+MAINTENANCE_WINDOW_CHECK_SECONDS = env_float(ENV, "MAINTENANCE_WINDOW_CHECK_SECONDS", 30.0)
+if MAINTENANCE_WINDOW_CHECK_SECONDS <= 0:
+    raise ConfigurationError("MAINTENANCE_WINDOW_CHECK_SECONDS must be a positive number")
+CELERY_TASK_ROUTES["fabric.tasks.run_maintenance_windows"] = {"queue": "periodic"}
+CELERY_BEAT_SCHEDULE["fabric-run-maintenance-windows"] = {
+    "task": "fabric.tasks.run_maintenance_windows",
+    "schedule": MAINTENANCE_WINDOW_CHECK_SECONDS,
+    "options": {"expires": MAINTENANCE_WINDOW_CHECK_SECONDS},
+}
 # The "fabric" event carries every port's state and load up to this many ports (SAKURAONE:
 # 2,164, about 40 kB); above it only per-switch summaries.
 FABRIC_EVENT_MAX_PORTS = env_int(ENV, "FABRIC_EVENT_MAX_PORTS", 5000)

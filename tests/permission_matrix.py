@@ -292,6 +292,40 @@ MATRIX: dict[str, Route] = {
             ),
         )
     ),
+    # --- fabric: maintenance windows (issue 26 item 2); the probed window has ended, so a
+    # step an operator may take answers 409 (API) or a redirect with the refusal (page) -----
+    "fabric:maintenance-calendar": Route(
+        (
+            get("/fabric/maintenance/", page("read_fabric")),
+            post("/fabric/maintenance/", page("act_on_switch", 400, denied=403),
+                 note="an empty form: 400 naming the fields"),
+        )
+    ),
+    "fabric:maintenance-window-step": Route(
+        (post(lambda w: f"/fabric/maintenance/{w.window.pk}/start/",
+              page("act_on_switch", 302)),)
+    ),
+    "api:fabric:maintenance-window-list": Route(
+        (
+            get("/api/fabric/maintenance-windows/", api("read_fabric")),
+            post("/api/fabric/maintenance-windows/", api("act_on_switch", 400)),
+        )
+    ),
+    "api:fabric:maintenance-window-detail": Route(
+        (get(lambda w: f"/api/fabric/maintenance-windows/{w.window.pk}/", api("read_fabric")),)
+    ),
+    "api:fabric:maintenance-window-cancel": Route(
+        (post(lambda w: f"/api/fabric/maintenance-windows/{w.window.pk}/cancel/",
+              api("act_on_switch", 409)),)
+    ),
+    "api:fabric:maintenance-window-start": Route(
+        (post(lambda w: f"/api/fabric/maintenance-windows/{w.window.pk}/start/",
+              api("act_on_switch", 409)),)
+    ),
+    "api:fabric:maintenance-window-end": Route(
+        (post(lambda w: f"/api/fabric/maintenance-windows/{w.window.pk}/end/",
+              api("act_on_switch", 409)),)
+    ),
     # --- faults (issue 5): cluster-wide roles read, responders act, tenant admins see nothing --
     "faults:board": Route((get("/faults/", page("read_faults")),)),
     "faults:ticket-list": Route((get("/faults/tickets/", page("read_faults")),)),

@@ -7,6 +7,7 @@ _matrix`, so nobody ships an endpoint without deciding who may use it.
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from types import SimpleNamespace
 
 import pytest
@@ -16,6 +17,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from fabric.models import MaintenanceWindow
 from faults.models import IntakeRecord
 from faults.services.intake import submit_user_report
 from faults.services.repairs import PartRequest, open_repair_case
@@ -82,6 +84,9 @@ def world(make_user, tenant_a, tenant_b):
     own_nic = NIC.objects.create(node=node, device="mlx5_0", role="rail", rail=0)
     other_nic = NIC.objects.create(node=other_node, device="mlx5_0", role="rail", rail=0)
     own_cable = cable_create(a=own_nic, b=port, type="800GBASE-2DR4")
+    window = MaintenanceWindow.objects.create(
+        reason="probe", planned_start=timezone.now(),
+        planned_end=timezone.now() + timedelta(hours=1), status=MaintenanceWindow.Status.ENDED)
     own_job = Job.objects.create(
         job_id="9001",
         account=tenant_a.slurm_account,
@@ -128,6 +133,7 @@ def world(make_user, tenant_a, tenant_b):
         own_nic=own_nic,
         other_nic=other_nic,
         own_cable=own_cable,
+        window=window,
         other_job=other_job,
         intake=IntakeRecord.objects.order_by("-pk").first(),
         audit_entry=AuditEntry.objects.order_by("-pk").first(),

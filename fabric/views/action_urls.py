@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from fabric.views import action_pages
+from fabric.views import action_pages, window_pages
 
 urlpatterns = [
     path("switches/<int:pk>/ports/admin/", action_pages.PortAdminView.as_view(), name="port-admin"),
@@ -15,4 +15,8 @@ urlpatterns = [
     path("switches/<int:pk>/ecn-counters/", action_pages.SwitchEcnCountersView.as_view(),
          name="switch-ecn-counters"),
     path("pods/<int:pk>/qos/", action_pages.PodQosView.as_view(), name="pod-qos"),
+    path("maintenance/", window_pages.MaintenanceCalendarView.as_view(),
+         name="maintenance-calendar"),
+    path("maintenance/<int:pk>/<str:step>/", window_pages.MaintenanceWindowStepView.as_view(),
+         name="maintenance-window-step"),
 ]

@@ -24,6 +24,11 @@ BULK_IDS = (
     "Each item's `id` names an existing object that you may change, at most once per request."
 )
 SPARES_HELD = "`on_hand` is not below the spares that repair cases hold on this shelf."
+MAINTENANCE_WINDOW = (
+    "`planned_end` is after `planned_start` and still ahead; `switches` are known leaf or "
+    "storage switches and `nodes` a hostlist of known nodes, not both empty; no open window "
+    "covers the same switch or node at an overlapping time; `reason` is not blank."
+)
 SWITCH_REACHABLE = "The switch has a management address (its configuration is reached there)."
 PERIOD = (
     "`since` is not after `until`, and the period spans at most 1098 days (3 years); "
@@ -105,6 +110,7 @@ RULES_OUTSIDE_THE_SCHEMA: dict[str, tuple[str, ...]] = {
     "PATCH /api/inventory/switches/bulk/": (BULK_IDS, SWITCH_ROLE),
     "PATCH /api/inventory/switches/{id}/": (SWITCH_ROLE,),
     "POST /api/fabric/pods/{id}/qos/": ("The pod has switches to configure.",),
+    "POST /api/fabric/maintenance-windows/": (MAINTENANCE_WINDOW,),
     "POST /api/fabric/switches/{id}/ecn-counters/": (SWITCH_REACHABLE,),
     "POST /api/fabric/switches/{id}/maintenance/": (SWITCH_REACHABLE,),
     "POST /api/fabric/switches/{id}/ports/admin/": (

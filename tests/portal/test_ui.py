@@ -57,12 +57,14 @@ def test_dashboard_renders_for_every_role_with_navigation(browser_as, role):
     shown = set(re.findall(r">([A-Za-z]+)</a>", nav))
     # Each role's menu names exactly the sections it may open: no link leads to a 403.
     expected = {
-        Role.ADMIN: {"Dashboard", "Inventory", "Jobs", "Fabric", "Faults", "Actions", "Tenants",
-                     "Audit"},
-        Role.OPERATOR: {"Dashboard", "Inventory", "Jobs", "Fabric", "Faults", "Actions",
-                        "Tenants", "Audit"},
-        Role.ONCALL: {"Dashboard", "Inventory", "Jobs", "Fabric", "Faults", "Actions", "Tenants"},
-        Role.VIEWER: {"Dashboard", "Inventory", "Fabric", "Faults", "Actions", "Tenants"},
+        Role.ADMIN: {"Dashboard", "Inventory", "Jobs", "Fabric", "Maintenance", "Faults",
+                     "Actions", "Tenants", "Audit"},
+        Role.OPERATOR: {"Dashboard", "Inventory", "Jobs", "Fabric", "Maintenance", "Faults",
+                        "Actions", "Tenants", "Audit"},
+        Role.ONCALL: {"Dashboard", "Inventory", "Jobs", "Fabric", "Maintenance", "Faults",
+                      "Actions", "Tenants"},
+        Role.VIEWER: {"Dashboard", "Inventory", "Fabric", "Maintenance", "Faults", "Actions",
+                      "Tenants"},
         Role.TENANT_ADMIN: {"Dashboard", "Inventory", "Jobs", "Tenants"},
     }[role]
     assert shown == expected

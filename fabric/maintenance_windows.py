@@ -1,0 +1,249 @@
+"""Maintenance windows: maintenance planned ahead of time (issue 26 item 2).
+
+Writes only; each side effect on Slurm is a durable Action (`fabric.window_reservation`, which
+reconciles the window's MAINT reservation with the row) and each switch's drain and shut is the
+existing leaf maintenance (`fabric.services.request_leaf_maintenance`), so a window's end undoes
+exactly what its maintenances did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from fabric.impact import blast_radius
+from fabric.models import Maintenance, MaintenanceWindow
+from fabric.services import (
+    MAINTENANCE_ROLES,
+    request_leaf_maintenance,
+    request_maintenance_end,
+)
+from inventory.hostlist import expand_hostlist
+from inventory.models import Node, Switch
+from portal.errors import Conflict, InvalidInput
+from portal.models import Action
+from portal.services.actions import enqueue_action
+
+WINDOW_RESERVATION_ACTION = "fabric.window_reservation"
+# MAINT: Slurm accounts the time as maintenance and refuses jobs across it; IGNORE_JOBS: jobs
+# already running (which end before the window, or are what the start waits for) do not stop
+# the reservation from being created.
+WINDOW_RESERVATION_FLAGS = ("MAINT", "IGNORE_JOBS")
+
+
+def create_maintenance_window(
+    *,
+    planned_start: datetime,
+    planned_end: datetime,
+    reason: str,
+    switch_names: Sequence[str] = (),
+    hostlist: str = "",
+    owner=None,
+    via: str = "api",
+) -> MaintenanceWindow:
+    """Plan a window and queue the Action that reserves its nodes in Slurm (flags=MAINT) from
+    its start to its end. 400 naming the field for an end not after the start or already past,
+    an unknown or non-leaf switch, an unknown host, an empty scope, or a window overlapping
+    another open one on the same switch or node."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise InvalidInput({"reason": ["A reason is required: it is shown on the calendar."]})
+    if planned_end <= planned_start:
+        raise InvalidInput({"planned_end": ["The planned end must be after the planned start."]})
+    if planned_end <= timezone.now():
+        raise InvalidInput({"planned_end": ["The planned end has already passed."]})
+    switches = _known_switches(switch_names)
+    own_nodes = _known_nodes(hostlist)
+    if not switches and not own_nodes:
+        raise InvalidInput({"switches": ["Name at least one switch or node (hostlist)."]})
+    reserved = sorted(set(own_nodes).union(*(blast_radius(switch=switch).nodes
+                                              for switch in switches)))
+    with transaction.atomic():
+        _refuse_overlap(planned_start, planned_end, switches, reserved)
+        window = MaintenanceWindow.objects.create(
+            reason=reason, owner=owner, planned_start=planned_start, planned_end=planned_end,
+            nodes=own_nodes, reserved_nodes=reserved,
+        )
+        window.switches.set(switches)
+        _sync_reservation(window, "reserve the window's nodes in Slurm (flags=MAINT)",
+                          requested_by=owner, via=via)
+    return window
+
+
+def start_maintenance_window(
+    window: MaintenanceWindow, *, requested_by=None, via: str = "api",
+) -> MaintenanceWindow:
+    """Start a scheduled window now (an operator, or its time has come): one leaf maintenance per
+    switch, each draining, waiting for the nodes' jobs to end, then shutting. Started early, its
+    reservation is moved to begin now."""
+    with transaction.atomic():
+        window = MaintenanceWindow.objects.select_for_update().get(pk=window.pk)
+        if window.status != MaintenanceWindow.Status.SCHEDULED:
+            raise Conflict(f"Maintenance window #{window.pk} is {window.status}; only a "
+                           "scheduled window starts.", window_id=window.pk)
+        for switch in window.switches.order_by("hostname"):
+            action, _ = request_leaf_maintenance(
+                switch=switch, reason=f"maintenance window #{window.pk}: {window.reason}",
+                requested_by=requested_by, via=via,
+            )
+            Maintenance.objects.filter(start_action=action).update(window=window)
+        window.status = MaintenanceWindow.Status.RUNNING
+        window.started_at = timezone.now()
+        window.save(update_fields=["status", "started_at"])
+        if window.planned_start > window.started_at:
+            _sync_reservation(window, "the window started early: hold its nodes from now",
+                              requested_by=requested_by, via=via)
+    return window
+
+
+def end_maintenance_window(
+    window: MaintenanceWindow, *, requested_by=None, via: str = "api",
+) -> list[Action]:
+    """End a running window: each of its switches' maintenances ends as one Action that starts
+    exactly the ports it shut and resumes exactly the nodes it drained; the reservation goes.
+    409 while a maintenance is still waiting for jobs (nothing is changed then)."""
+    with transaction.atomic():
+        window = MaintenanceWindow.objects.select_for_update().get(pk=window.pk)
+        if window.status != MaintenanceWindow.Status.RUNNING:
+            raise Conflict(f"Maintenance window #{window.pk} is {window.status}; only a "
+                           "running window ends (cancel a scheduled one).", window_id=window.pk)
+        ends = []
+        for maintenance in window.maintenances.filter(end_action__isnull=True).exclude(
+                status=Maintenance.Status.ENDED).select_related("switch"):
+            action, _ = request_maintenance_end(
+                maintenance=maintenance, reason=f"end of maintenance window #{window.pk}",
+                requested_by=requested_by, via=via,
+            )
+            ends.append(action)
+        window.status = MaintenanceWindow.Status.ENDED
+        window.ended_at = timezone.now()
+        window.save(update_fields=["status", "ended_at"])
+        _sync_reservation(window, "the window ended: release its nodes",
+                          requested_by=requested_by, via=via)
+    return ends
+
+
+def cancel_maintenance_window(
+    window: MaintenanceWindow, *, requested_by=None, via: str = "api",
+) -> MaintenanceWindow:
+    """Cancel a window that has not started: its reservation is deleted, nothing else ran."""
+    with transaction.atomic():
+        window = MaintenanceWindow.objects.select_for_update().get(pk=window.pk)
+        if window.status != MaintenanceWindow.Status.SCHEDULED:
+            raise Conflict(f"Maintenance window #{window.pk} is {window.status}; only a "
+                           "scheduled window is cancelled (end a running one).",
+                           window_id=window.pk)
+        window.status = MaintenanceWindow.Status.CANCELLED
+        window.ended_at = timezone.now()
+        window.save(update_fields=["status", "ended_at"])
+        _sync_reservation(window, "the window was cancelled: release its nodes",
+                          requested_by=requested_by, via=via)
+    return window
+
+
+@dataclass
+class WindowRun:
+    started: list[int] = field(default_factory=list)
+    ended: list[int] = field(default_factory=list)
+    cancelled: list[int] = field(default_factory=list)
+    deferred: dict[int, str] = field(default_factory=dict)
+
+
+def run_due_windows(now: datetime | None = None) -> WindowRun:
+    """Start the scheduled windows whose start has come and end the running ones whose end has
+    passed (beat: MAINTENANCE_WINDOW_CHECK_SECONDS). A window whose whole time passed unstarted
+    is cancelled; one whose maintenance still waits for jobs is ended at a later run."""
+    now = now or timezone.now()
+    run = WindowRun()
+    scheduled = MaintenanceWindow.objects.filter(status=MaintenanceWindow.Status.SCHEDULED,
+                                                 planned_start__lte=now)
+    for window in scheduled:
+        try:
+            if window.planned_end <= now:
+                cancel_maintenance_window(window, via="schedule")
+                run.cancelled.append(window.pk)
+            else:
+                start_maintenance_window(window, requested_by=window.owner, via="schedule")
+                run.started.append(window.pk)
+        except (Conflict, InvalidInput) as error:
+            run.deferred[window.pk] = str(error.detail)
+    running = MaintenanceWindow.objects.filter(status=MaintenanceWindow.Status.RUNNING,
+                                               planned_end__lte=now)
+    for window in running:
+        try:
+            end_maintenance_window(window, requested_by=window.owner, via="schedule")
+            run.ended.append(window.pk)
+        except Conflict as error:
+            run.deferred[window.pk] = str(error.detail)
+    return run
+
+
+def _sync_reservation(window: MaintenanceWindow, reason: str, *, requested_by, via) -> None:
+    action, _ = enqueue_action(
+        kind=WINDOW_RESERVATION_ACTION,
+        target=f"{window.reservation_name} ({len(window.reserved_nodes)} nodes)",
+        reason=reason, requested_by=requested_by, via=via,
+        parameters={"window_id": window.pk, "reservation": window.reservation_name},
+    )
+    MaintenanceWindow.objects.filter(pk=window.pk).update(reservation_action=action)
+    window.reservation_action = action
+
+
+def _known_switches(names: Sequence[str]) -> list[Switch]:
+    wanted = list(dict.fromkeys(name.strip() for name in names if name.strip()))
+    found = {switch.hostname: switch for switch in Switch.objects.filter(hostname__in=wanted)}
+    unknown = [name for name in wanted if name not in found]
+    if unknown:
+        raise InvalidInput({"switches": [f"Unknown switch: {', '.join(unknown)}."]})
+    wrong_role = [name for name in wanted if found[name].role not in MAINTENANCE_ROLES]
+    if wrong_role:
+        raise InvalidInput({"switches": [
+            f"Only leaf and storage switches are taken into maintenance: {', '.join(wrong_role)}."
+        ]})
+    return [found[name] for name in wanted]
+
+
+def _known_nodes(hostlist: str) -> list[str]:
+    if not (hostlist or "").strip():
+        return []
+    names = expand_hostlist(hostlist.strip(), field="nodes")
+    known = set(Node.objects.filter(hostname__in=names).values_list("hostname", flat=True))
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise InvalidInput({"nodes": [f"Unknown node: {', '.join(unknown[:10])}"
+                                      + (" …" if len(unknown) > 10 else "") + "."]})
+    return sorted(set(names))
+
+
+def _refuse_overlap(start: datetime, end: datetime, switches: list[Switch],
+                    nodes: list[str]) -> None:
+    """Two open windows over the same switch or node at the same time would each take the
+    other's shut ports for ones down before, and Slurm refuses the second reservation."""
+    overlapping = MaintenanceWindow.objects.select_for_update().filter(
+        status__in=MaintenanceWindow.OPEN_STATUSES, planned_start__lt=end, planned_end__gt=start)
+    wanted_nodes = set(nodes)
+    for other in overlapping.prefetch_related("switches"):
+        shared = sorted({s.hostname for s in other.switches.all()}
+                        & {s.hostname for s in switches})
+        if shared:
+            raise InvalidInput({"switches": [
+                f"Maintenance window #{other.pk} ({other.planned_start:%Y-%m-%d %H:%M} to "
+                f"{other.planned_end:%Y-%m-%d %H:%M} UTC) already covers {', '.join(shared)}."
+            ]})
+        shared_nodes = sorted(wanted_nodes & set(other.reserved_nodes))
+        if shared_nodes:
+            raise InvalidInput({"nodes": [
+                f"Maintenance window #{other.pk} already holds {', '.join(shared_nodes[:10])} "
+                "at that time."
+            ]})
+
+
+def reservation_account() -> str:
+    """Slurm needs an account on a reservation; MAINT with the portal's own account keeps
+    every tenant out."""
+    return settings.FAULTS_VALIDATION_ACCOUNT

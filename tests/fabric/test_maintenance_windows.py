@@ -1,0 +1,162 @@
+"""Maintenance windows at service and API level on the emulated fabric (issue 26 item 2): bad
+windows refused naming the field, the periodic run starting a window at its time and ending it
+at its end so that exactly the ports it shut come back and exactly the nodes it drained resume,
+and no fault ticket for the planned work. The Slurm reservation itself is proven against the
+real slurmctld in tests/fabric/test_maintenance_windows_real_slurm.py.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from fabric.drivers.base import get_fabric_driver
+from fabric.maintenance_windows import (
+    WINDOW_RESERVATION_ACTION,
+    create_maintenance_window,
+    run_due_windows,
+)
+from fabric.models import Maintenance, MaintenanceWindow
+from fabric.services import host_facing_ports
+from fabric.targets import switch_target
+from faults.models import FaultTicket
+from inventory.models import Switch
+from portal.models import Action, ActionStatus, Role
+from portal.services.actions import run_action
+from tests.fabric.test_maintenance import LEAF, NODES, FakeSlurm, admin_states
+
+pytest_plugins = ["tests.fabric.fleet"]  # fixtures: a small fleet and the emulated fabric
+pytestmark = pytest.mark.django_db
+
+URL = "/api/fabric/maintenance-windows/"
+
+
+@pytest.fixture
+def slurm(monkeypatch):
+    fake = FakeSlurm()
+    monkeypatch.setattr("jobs.drain_progress.get_slurm_driver", lambda: fake)
+    monkeypatch.setattr("fabric.action_handlers.get_slurm_driver", lambda: fake)
+    return fake
+
+
+@pytest.fixture
+def leaf(small_fleet, emulated) -> Switch:
+    return Switch.objects.get(hostname=LEAF)
+
+
+def body(hours_ahead: float = 1, length: float = 2, **fields) -> dict:
+    start = timezone.now() + timedelta(hours=hours_ahead)
+    return {"planned_start": start.isoformat(),
+            "planned_end": (start + timedelta(hours=length)).isoformat(),
+            "switches": [LEAF], "reason": "PSU swap", **fields}
+
+
+def test_bad_windows_are_400s_naming_the_field_and_viewers_only_read(leaf, api_as):
+    operator = api_as(Role.OPERATOR)
+    spine = Switch.objects.exclude(role__in=[Switch.Role.LEAF, Switch.Role.STORAGE]).first()
+    refused = {
+        "planned_end": body(length=-1),
+        "switches": body(switches=["leaf-nowhere"]),
+        "nodes": body(switches=[], nodes="gpu[900-901]"),
+        "reason": body(reason=" "),
+    }
+    if spine is not None:
+        refused["switches"] = body(switches=[spine.hostname])
+    for field, request in refused.items():
+        answer = operator.post(URL, request, format="json")
+        assert answer.status_code == 400, (field, answer.content)
+        assert field in answer.json(), (field, answer.json())
+    assert not MaintenanceWindow.objects.exists()
+
+    first = operator.post(URL, body(), format="json")
+    assert first.status_code == 201, first.content
+    assert first.json()["status"] == "scheduled"
+    assert first.json()["reservation"] == f"portal-maint-{first.json()['id']}"
+    overlapping = operator.post(URL, body(hours_ahead=2), format="json")
+    assert overlapping.status_code == 400
+    assert f"#{first.json()['id']}" in overlapping.json()["switches"][0]
+    later = operator.post(URL, body(hours_ahead=5), format="json")
+    assert later.status_code == 201
+
+    viewer = api_as(Role.VIEWER)
+    assert viewer.get(URL).status_code == 200
+    assert len(viewer.get(URL).json()["results"]) == 2
+    assert viewer.post(URL, body(hours_ahead=9), format="json").status_code == 403
+    window_id = first.json()["id"]
+    assert viewer.post(f"{URL}{window_id}/cancel/").status_code == 403
+
+    cancelled = operator.post(f"{URL}{window_id}/cancel/")
+    assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
+    assert operator.post(f"{URL}{window_id}/start/").status_code == 409
+    # Creating and cancelling each made Slurm's reservation follow the window, by Action.
+    assert Action.objects.filter(kind=WINDOW_RESERVATION_ACTION,
+                                 parameters__window_id=window_id).count() == 2
+
+
+def test_at_its_time_it_starts_and_at_its_end_undoes_exactly_what_it_did_and_files_no_fault(
+    leaf, slurm, make_user
+):
+    operator = make_user(Role.OPERATOR)
+    ports = host_facing_ports(leaf)
+    get_fabric_driver(switch_target(leaf)).set_port_admin([ports[0]], False)  # down before
+    start = timezone.now() + timedelta(hours=1)
+    window = create_maintenance_window(planned_start=start, planned_end=start + timedelta(hours=2),
+                                       switch_names=[LEAF], reason="PSU swap", owner=operator)
+    assert set(NODES) <= set(window.reserved_nodes)
+    assert run_due_windows(now=start - timedelta(minutes=1)).started == []
+
+    assert run_due_windows(now=start).started == [window.pk]
+    window.refresh_from_db()
+    assert window.status == "running"
+    maintenance = Maintenance.objects.get(window=window)
+    Action.objects.filter(pk=maintenance.start_action.parameters["drain_action_id"]).update(
+        status=ActionStatus.SUCCEEDED)
+    assert run_action(action_id=maintenance.start_action_id) == "succeeded"
+    maintenance.refresh_from_db()
+    assert maintenance.shut_ports == ports[1:]
+    assert admin_states(leaf) == {"down"}
+
+    ran = run_due_windows(now=window.planned_end)
+    assert ran.ended == [window.pk]
+    maintenance.refresh_from_db()
+    end = maintenance.end_action
+    assert end.parameters["ports"] == ports[1:]
+    assert run_action(action_id=end.pk) == "succeeded"
+    assert admin_states(leaf, [ports[0]]) == {"down"}
+    assert admin_states(leaf, ports[1:]) == {"up"}
+    assert sorted(slurm.resumed) == sorted(maintenance.nodes_to_resume)
+    window.refresh_from_db()
+    assert window.status == "ended"
+    assert not FaultTicket.objects.exists()
+
+
+def test_the_calendar_plans_and_lists_windows_and_the_node_page_badges_a_running_one(
+    leaf, client, make_user
+):
+    client.force_login(make_user(Role.OPERATOR))
+    start = (timezone.now() + timedelta(days=1)).replace(second=0, microsecond=0)
+    form = {"planned_start": start.strftime("%Y-%m-%dT%H:%M"),
+            "planned_end": (start - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M"),
+            "switches": LEAF, "nodes": "", "reason": "optics"}
+    refused = client.post("/fabric/maintenance/", form)
+    assert refused.status_code == 400
+    assert "planned_end: The planned end must be after the planned start." in (
+        refused.content.decode())
+    form["planned_end"] = (start + timedelta(hours=3)).strftime("%Y-%m-%dT%H:%M")
+    assert client.post("/fabric/maintenance/", form).status_code == 302
+    window = MaintenanceWindow.objects.get()
+    assert window.planned_start == start
+
+    page = client.get("/fabric/maintenance/").content.decode()
+    assert f'data-window="{window.pk}"' in page and "scheduled" in page and LEAF in page
+    assert 'href="/fabric/maintenance/"' in page  # the header links the calendar
+    node_page = client.get("/inventory/nodes/gpu001/").content.decode()
+    assert "node-maintenance-badge" not in node_page
+
+    assert client.post(f"/fabric/maintenance/{window.pk}/start/").status_code == 302
+    window.refresh_from_db()
+    assert window.status == "running"
+    node_page = client.get("/inventory/nodes/gpu001/").content.decode()
+    assert "node-maintenance-badge" in node_page and f"window #{window.pk}" in node_page
