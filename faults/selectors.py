@@ -137,8 +137,9 @@ def intake_list(*, user) -> QuerySet[IntakeRecord]:
     return IntakeRecord.objects.select_related("submitted_by").prefetch_related("tickets")
 
 
-def open_ticket_resume_blockers(nodes: Sequence[Node]) -> dict[str, str]:
-    """The jobs resume guard: a node with an open ticket stays out unless overridden."""
+def _open_ticket_blockers(nodes: Sequence[Node], why_held) -> dict[str, str]:
+    """{hostname: why} for each of `nodes` that an open ticket holds: `why_held(ticket)` says
+    why, or nothing when that ticket does not hold it; a node's reasons are joined."""
     blockers: dict[str, str] = {}
     tickets = (
         FaultTicket.objects.filter(node__in=list(nodes), status__in=OPEN_STATUSES)
@@ -146,10 +147,18 @@ def open_ticket_resume_blockers(nodes: Sequence[Node]) -> dict[str, str]:
         .order_by("pk")
     )
     for ticket in tickets:
-        why = f"open fault ticket {ticket.reference} ({ticket.status}): {ticket.summary}"
-        host = ticket.node.hostname
-        blockers[host] = f"{blockers[host]}; {why}" if host in blockers else why
+        why = why_held(ticket)
+        if why:
+            host = ticket.node.hostname
+            blockers[host] = f"{blockers[host]}; {why}" if host in blockers else why
     return blockers
+
+
+def open_ticket_resume_blockers(nodes: Sequence[Node]) -> dict[str, str]:
+    """The jobs resume guard: a node with an open ticket stays out unless overridden."""
+    return _open_ticket_blockers(
+        nodes, lambda ticket: f"open fault ticket {ticket.reference} ({ticket.status}): "
+                              f"{ticket.summary}")
 
 
 # -- repair cases --------------------------------------------------------------------------------
@@ -276,15 +285,4 @@ def validation_summary(validation: dict) -> str:
 def validation_resume_blockers(nodes: Sequence[Node]) -> dict[str, str]:
     """The jobs resume guard of the checked return to service: {hostname: why} for each node an
     open ticket holds until it passes its validation (validation_hold)."""
-    blockers: dict[str, str] = {}
-    tickets = (
-        FaultTicket.objects.filter(node__in=list(nodes), status__in=OPEN_STATUSES)
-        .select_related("node")
-        .order_by("pk")
-    )
-    for ticket in tickets:
-        why = validation_hold(ticket)
-        if why:
-            host = ticket.node.hostname
-            blockers[host] = f"{blockers[host]}; {why}" if host in blockers else why
-    return blockers
+    return _open_ticket_blockers(nodes, validation_hold)
