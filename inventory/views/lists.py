@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
-from django.db.models import Count
+from django.db.models import Count, IntegerField, OuterRef, Subquery
+from django.db.models.functions import Coalesce
 from django.template.response import TemplateResponse
 from django.views.generic import TemplateView
 
 from inventory import selectors
 from inventory.forms import CableFilterForm, HardwareSearchForm, NodeFilterForm, SwitchFilterForm
+from inventory.models import GPU, SwitchPort
 from inventory.views.base import FilteredListView, InventoryPageMixin, is_htmx
 from portal.errors import InvalidInput
 from portal.ordering import Ordering
+
+
+def count_per_row(model, field: str):
+    """How many `model` rows point at each listed row through `field`, as a subquery per row:
+    a COUNT over a join grouped every node (or switch) of the fleet before the page's 50 were
+    taken, 0.6 s for the node list and 1.1 s for the switch list at 100,000 GPUs."""
+    counted = (model.objects.filter(**{field: OuterRef("pk")}).order_by().values(field)
+               .annotate(count=Count("pk")).values("count"))
+    return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
 
 
 class NodeListView(FilteredListView):
@@ -28,7 +39,7 @@ class NodeListView(FilteredListView):
 
     def rows(self, filters):
         return selectors.node_list(user=self.request.user, filters=filters).annotate(
-            gpu_count=Count("gpus"))
+            gpu_count=count_per_row(GPU, "node"))
 
 
 class SwitchListView(FilteredListView):
@@ -45,7 +56,7 @@ class SwitchListView(FilteredListView):
 
     def rows(self, filters):
         return selectors.switch_list(user=self.request.user, filters=filters).annotate(
-            port_count=Count("ports"))
+            port_count=count_per_row(SwitchPort, "switch"))
 
 
 class CableListView(FilteredListView):
