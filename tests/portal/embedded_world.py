@@ -82,6 +82,17 @@ def add_repairs() -> None:
     from inventory.spares import spare_stock_set
 
     spare_stock_set(kind="gpu", site="embedded", on_hand=1)
+    # A maintenance window that has ended, as the permission matrix's world has: its routes
+    # are probed, and stepping an ended window is a refusal that changes nothing.
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from fabric.models import MaintenanceWindow
+
+    MaintenanceWindow.objects.create(
+        reason="probe", planned_start=timezone.now(),
+        planned_end=timezone.now() + timedelta(hours=1), status=MaintenanceWindow.Status.ENDED)
 
 
 def _brief(instance, *fields: str) -> dict | None:
@@ -93,6 +104,7 @@ def _brief(instance, *fields: str) -> dict | None:
 def describe() -> None:
     from django.db.models import Q
 
+    from fabric.models import MaintenanceWindow
     from faults.models import FaultTicket, IntakeRecord, RepairCase
     from inventory.models import (
         GPU,
@@ -149,6 +161,7 @@ def describe() -> None:
         "foreign_token": _brief(APIToken.objects.filter(user__username="demo-admin").first()),
         "repair_case": _brief(RepairCase.objects.order_by("pk").first()),
         "spare_stock": _brief(SpareStock.objects.order_by("pk").first()),
+        "window": _brief(MaintenanceWindow.objects.order_by("pk").first()),
         "own_swap": _brief(
             ComponentSwap.objects.filter(node=node).order_by("pk").first(), "serial_in"
         ),

@@ -87,7 +87,11 @@ def scale_world(django_db_setup, django_db_blocker):
         FaultTicket.objects.create(node=Node.objects.get(hostname="gpu042"), category="gpu",
                                    summary="XID 79", detected_at=timezone.now())
         user = user_create(username="scale-operator", role=Role.OPERATOR, password=PASSWORD)
-        server = PortalServerProcess(settings.DATABASES["default"]["NAME"])
+        # The node grid of 2,000 cells, as a site that raises the dashboard's aggregate
+        # threshold gets it (by default 2,000 nodes are drawn as pods: tests/console/
+        # test_dashboard_fleet.py); these tests are about that grid at this size.
+        server = PortalServerProcess(settings.DATABASES["default"]["NAME"],
+                                     extra_env={"DASHBOARD_AGGREGATE_ABOVE_NODES": "5000"})
         server.start()
         print(f"server up in {time.monotonic() - started:.1f}s")
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "1"  # ORM calls beside Playwright's loop

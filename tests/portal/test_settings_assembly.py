@@ -33,6 +33,7 @@ TASK_ROUTES = {
     "fabric.tasks.reconcile_fabric_lldp": {"queue": "periodic"},
     "fabric.tasks.check_running_jobs_rail_health": {"queue": "periodic"},
     "telemetry.tasks.summarise_finished_jobs": {"queue": "periodic"},
+    "fabric.tasks.run_maintenance_windows": {"queue": "periodic"},
     "faults.tasks.poll_bmc_events": {"queue": "periodic"},
 }
 
