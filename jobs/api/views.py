@@ -74,6 +74,18 @@ NODE_ACTION_RESPONSES = {
 }
 
 
+def _requested_nodes(request, data):
+    """The nodes a drain, resume or reboot request names (hostlist or ids), as the user may."""
+    return selectors.nodes_for_request(
+        user=request.user, hostlist=data.get("hostlist"), node_ids=data.get("node_ids")
+    )
+
+
+def _idempotency_key(request, data) -> str | None:
+    """The body's idempotency_key, else the Idempotency-Key header."""
+    return data.get("idempotency_key") or request.headers.get("Idempotency-Key")
+
+
 class NodeDrainView(APIView):
     """Drain nodes in Slurm: one Action for the whole list, carried out by a worker."""
 
@@ -89,15 +101,12 @@ class NodeDrainView(APIView):
         body.is_valid(raise_exception=True)
         data = body.validated_data
         with transaction.atomic():
-            nodes = selectors.nodes_for_request(
-                user=request.user, hostlist=data.get("hostlist"), node_ids=data.get("node_ids")
-            )
+            nodes = _requested_nodes(request, data)
             action, _ = request_drain(
                 nodes=nodes,
                 reason=data["reason"],
                 requested_by=request.user,
-                idempotency_key=data.get("idempotency_key")
-                or request.headers.get("Idempotency-Key"),
+                idempotency_key=_idempotency_key(request, data),
             )
         return action_accepted(request, action)
 
@@ -122,16 +131,13 @@ class NodeResumeView(APIView):
         body.is_valid(raise_exception=True)
         data = body.validated_data
         with transaction.atomic():
-            nodes = selectors.nodes_for_request(
-                user=request.user, hostlist=data.get("hostlist"), node_ids=data.get("node_ids")
-            )
+            nodes = _requested_nodes(request, data)
             action, _ = request_resume(
                 nodes=nodes,
                 reason=data["reason"],
                 requested_by=request.user,
                 override=data["override"],
-                idempotency_key=data.get("idempotency_key")
-                or request.headers.get("Idempotency-Key"),
+                idempotency_key=_idempotency_key(request, data),
             )
         return action_accepted(request, action)
 
@@ -153,15 +159,12 @@ class NodeRebootView(APIView):
         body.is_valid(raise_exception=True)
         data = body.validated_data
         with transaction.atomic():
-            nodes = selectors.nodes_for_request(
-                user=request.user, hostlist=data.get("hostlist"), node_ids=data.get("node_ids")
-            )
+            nodes = _requested_nodes(request, data)
             action, _ = request_reboot(
                 nodes=nodes,
                 reason=data["reason"],
                 next_state=data["next_state"],
                 requested_by=request.user,
-                idempotency_key=data.get("idempotency_key")
-                or request.headers.get("Idempotency-Key"),
+                idempotency_key=_idempotency_key(request, data),
             )
         return action_accepted(request, action)
