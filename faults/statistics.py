@@ -12,6 +12,10 @@ Definitions (false positives are excluded everywhere, as the paper's on-call eng
   its end (default: now). Components with no fault have no MTBF (not infinity).
 - repair cases per part type and vendor: waiting for the part (requested -> received) versus
   hands-on (opened -> requested plus received -> installed), and MTTR (opened -> installed).
+- failures per component type per month (the burn-in curve): the tickets detected in each month
+  by Table 13's fault component, and the parts replaced for them (repair cases that reached
+  installed) by part type, counted in the month their ticket was detected so a month's row says
+  how many of its failures needed a part.
 """
 
 from __future__ import annotations
@@ -153,7 +157,44 @@ def fault_statistics(*, start: datetime | None = None, end: datetime | None = No
         "overall": _times(tickets, vendor),
         "mtbf_by_node": _mtbf(by_node, period, "node"),
         "mtbf_by_gpu_serial": _mtbf(by_gpu, period, "gpu_serial"),
+        "failures_by_component_month": failures_by_component_month(tickets),
+        "repair_statistics": repair_statistics(start=start, end=end),
     }
+
+
+def failures_by_component_month(tickets: list[FaultTicket]) -> list[dict]:
+    """Per month of detection: the failures by fault component (Table 13's rows, the burn-in
+    curve per component type) and the parts replaced for them by part type. `tickets` are the
+    counted ones (false positives out), so a replacement counts only with its failure."""
+    month_of = {t.pk: timezone.localtime(t.detected_at).strftime("%Y-%m") for t in tickets}
+    failures: dict[str, Counter] = defaultdict(Counter)
+    for ticket in tickets:
+        failures[month_of[ticket.pk]][ticket.category] += 1
+    replaced: dict[str, Counter] = defaultdict(Counter)
+    installed = RepairCase.objects.filter(
+        ticket_id__in=list(month_of), installed_at__isnull=False
+    ).values_list("ticket_id", "component")
+    for ticket_id, component in installed:
+        replaced[month_of[ticket_id]][component] += 1
+    present = set().union(*failures.values()) if failures else set()
+    categories = TAXONOMY + ([Category.UNCLASSIFIED] if Category.UNCLASSIFIED in present else [])
+    rows = []
+    for month in sorted(failures):
+        rows.append({
+            "month": month,
+            "failures": sum(failures[month].values()),
+            "by_component": [
+                {"component": category.value, "label": category.label,
+                 "failures": failures[month][category]}
+                for category in categories
+            ],
+            "replacements": sum(replaced[month].values()),
+            "replaced_parts": [
+                {"component": kind.value, "label": kind.label, "replacements": replaced[month][kind]}
+                for kind in ComponentKind if replaced[month][kind]
+            ],
+        })
+    return rows
 
 
 def _mtbf(counts: Counter, period: timedelta, key: str) -> list[dict]:
@@ -163,14 +204,20 @@ def _mtbf(counts: Counter, period: timedelta, key: str) -> list[dict]:
     ]
 
 
-def repair_statistics() -> list[dict]:
+def repair_statistics(*, start: datetime | None = None, end: datetime | None = None) -> list[dict]:
     """Per failed part type and vendor: how long the node waited for the part (requested ->
     received) versus the hands-on time (opened -> requested, and received -> installed), and
     the MTTR of the case (opened -> installed). Separating the two is the point: a week of
     lead time and an hour at the rack call for different fixes (spares on site, not faster
-    hands). Means over the cases that have both dates; None when none has."""
+    hands). Means over the cases that have both dates; None when none has. With `start` /
+    `end`, the cases of the tickets detected in [start, end), as the rest of the statistics."""
+    cases = RepairCase.objects.all()
+    if start:
+        cases = cases.filter(ticket__detected_at__gte=start)
+    if end:
+        cases = cases.filter(ticket__detected_at__lt=end)
     groups: dict[tuple[str, str], list[RepairCase]] = defaultdict(list)
-    for case in RepairCase.objects.only(
+    for case in cases.only(
         "component",
         "vendor",
         "opened_at",

@@ -363,7 +363,7 @@ class StatisticsView(RoleRequiredMixin, TemplateView):
                  for value, label in Category.choices if value in SHORT_CATEGORY_LABELS]
         context.update(
             stats=stats, chart=chart, month_columns=short,
-            repair_rows=statistics.repair_statistics(),
+            repair_rows=stats["repair_statistics"],
         )
         return context
 

@@ -294,6 +294,44 @@ class RecoveryStatisticsSerializer(serializers.Serializer):
     share = serializers.DecimalField(max_digits=4, decimal_places=1, coerce_to_string=False)
 
 
+class RepairStatisticsSerializer(serializers.Serializer):
+    """One part type and vendor's repair cases (faults.statistics.repair_statistics)."""
+
+    component = serializers.ChoiceField(choices=ComponentKind.choices)
+    label = serializers.CharField()
+    vendor = serializers.CharField()
+    cases = serializers.IntegerField()
+    waiting_for_part_hours = serializers.FloatField(
+        allow_null=True, help_text="mean of part requested -> part received")
+    hands_on_hours = serializers.FloatField(
+        allow_null=True, help_text="mean of opened -> requested plus received -> installed")
+    mttr_hours = serializers.FloatField(allow_null=True, help_text="mean of opened -> installed")
+
+
+class ComponentFailuresSerializer(serializers.Serializer):
+    component = serializers.ChoiceField(choices=Category.choices,
+                                        help_text="Table 13's fault component")
+    label = serializers.CharField()
+    failures = serializers.IntegerField()
+
+
+class ReplacedPartsSerializer(serializers.Serializer):
+    component = serializers.ChoiceField(choices=ComponentKind.choices, help_text="the part type")
+    label = serializers.CharField()
+    replacements = serializers.IntegerField()
+
+
+class ComponentMonthSerializer(serializers.Serializer):
+    """One month of the burn-in curve: failures by component, parts replaced for them."""
+
+    month = serializers.CharField(help_text="YYYY-MM of detection")
+    failures = serializers.IntegerField()
+    by_component = ComponentFailuresSerializer(many=True)
+    replacements = serializers.IntegerField(
+        help_text="repair cases of this month's failures that reached installed")
+    replaced_parts = ReplacedPartsSerializer(many=True)
+
+
 class StatisticsSerializer(serializers.Serializer):
     period = PeriodSerializer()
     by_recovery_method = RecoveryStatisticsSerializer(many=True)
@@ -304,6 +342,8 @@ class StatisticsSerializer(serializers.Serializer):
     overall = TimesSerializer()
     mtbf_by_node = NodeMtbfSerializer(many=True)
     mtbf_by_gpu_serial = GpuMtbfSerializer(many=True)
+    failures_by_component_month = ComponentMonthSerializer(many=True)
+    repair_statistics = RepairStatisticsSerializer(many=True)
 
 
 # -- repair cases ---------------------------------------------------------------------------------

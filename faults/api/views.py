@@ -234,7 +234,8 @@ class IntakeRecordViewSet(FaultPermissions, SelectorQuerysetMixin, viewsets.Read
 
 class StatisticsView(FaultPermissions, APIView):
     @extend_schema(
-        summary="Fault statistics: Table 13 by category, by month, MTTA, MTTR, MTBF",
+        summary="Fault statistics: Table 13 by category, by month, MTTA, MTTR, MTBF, failures "
+                "per component type per month, repair cases per part type and vendor",
         parameters=[
             OpenApiParameter("start", OpenApiTypes.DATETIME, description="detected at or after"),
             OpenApiParameter("end", OpenApiTypes.DATETIME, description="detected before"),
