@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from django.db.models import Prefetch, Q, QuerySet
+from django.db.models import Count, Prefetch, Q, QuerySet
+from django.utils import timezone
 
 from faults.models import FaultTicket, IntakeRecord, RepairCase, RepairPart, TimelineEntry
 from faults.policies import repeat_threshold
 from faults.workflow import BOARD_STATUSES, OPEN_STATUSES, is_reopenable
-from inventory.models import Node
+from inventory.models import GPU, Node
 from portal.roles import may
 
 SEVERITY_ORDER = {"critical": 0, "major": 1, "minor": 2}
@@ -125,6 +126,94 @@ def ticket_standing(ticket: FaultTicket) -> TicketStanding:
 def is_repeat_offender(ticket: FaultTicket) -> bool:
     """The policy's repeat rule: FAULTS_REPEAT_THRESHOLD earlier tickets on the GPU or node."""
     return ticket_standing(ticket).is_repeat_offender
+
+
+def component_standing(*, node: Node | None = None, gpu_serial: str = "") -> TicketStanding:
+    """The standing the policy would give the component's next ticket, were it detected now:
+    the same rule (earlier_tickets_for_component against the threshold) asked of a ticket not
+    yet saved. A repeat offender here is a node or GPU whose next fault proposes a vendor case,
+    which is what flagging it is for."""
+    return ticket_standing(
+        FaultTicket(node=node, gpu_serial=gpu_serial, detected_at=timezone.now())
+    )
+
+
+@dataclass(frozen=True)
+class RepeatOffender:
+    """A node, or a GPU (by serial: the rule follows the serial) and the slot it is in."""
+
+    kind: str  # "node" or "gpu"
+    node: str  # hostname; for a GPU the node it is installed in, else where it last failed
+    gpu_index: int | None
+    gpu_serial: str
+    installed: bool  # a GPU: its serial is still in that slot (else it was swapped out)
+    faults: int  # its tickets so far (the next ticket's earlier_tickets)
+
+
+@dataclass(frozen=True)
+class RepeatOffenders:
+    threshold: int
+    nodes: list[RepeatOffender]
+    gpus: list[RepeatOffender]
+
+
+def repeat_offenders(*, user, node: Node | None = None) -> RepeatOffenders:
+    """Nodes and GPUs whose next ticket the repeat rule would call a repeat offender
+    (component_standing), most faults first; with `node`, that node and the GPUs now in its
+    slots. Only components with at least `threshold` tickets are asked (a component with fewer
+    cannot have that many earlier ones), so the rule runs once per such component."""
+    threshold = repeat_threshold()
+    if not may(user, "read_faults"):
+        return RepeatOffenders(threshold, [], [])
+    tickets = FaultTicket.objects.all()
+    gpus_here: dict[str, GPU] = {}
+    if node is not None:
+        # .all(): the node page has its GPUs prefetched already.
+        gpus_here = {gpu.serial: gpu for gpu in node.gpus.all() if gpu.serial}
+    node_counts = tickets.filter(node__isnull=False)
+    serial_counts = tickets.exclude(gpu_serial="")
+    if node is not None:
+        node_counts = node_counts.filter(node=node)
+        serial_counts = serial_counts.filter(gpu_serial__in=list(gpus_here))
+    node_ids = [
+        row["node"] for row in node_counts.values("node").annotate(faults=Count("pk"))
+        .filter(faults__gte=threshold)
+    ]
+    serials = [
+        row["gpu_serial"] for row in serial_counts.values("gpu_serial")
+        .annotate(faults=Count("pk")).filter(faults__gte=threshold)
+    ]
+    nodes = []
+    for candidate in Node.objects.filter(pk__in=node_ids):
+        standing = component_standing(node=candidate)
+        if standing.is_repeat_offender:
+            nodes.append(RepeatOffender("node", candidate.hostname, None, "", True,
+                                        standing.earlier_tickets))
+    if serials and node is None:
+        gpus_here = {gpu.serial: gpu
+                     for gpu in GPU.objects.filter(serial__in=serials).select_related("node")}
+    gpus = []
+    for serial in serials:
+        standing = component_standing(gpu_serial=serial)
+        if not standing.is_repeat_offender:
+            continue
+        gpu = gpus_here.get(serial)
+        if gpu is None:  # swapped out since: where it last failed
+            last = (tickets.filter(gpu_serial=serial).select_related("node", "gpu")
+                    .order_by("-detected_at", "-pk").first())
+            hostname = last.node.hostname if last.node_id else ""
+            index = last.gpu.index if last.gpu_id else None
+            gpus.append(RepeatOffender("gpu", hostname, index, serial, False,
+                                       standing.earlier_tickets))
+        else:
+            hostname = node.hostname if node is not None else gpu.node.hostname
+            gpus.append(RepeatOffender("gpu", hostname, gpu.index, serial, True,
+                                       standing.earlier_tickets))
+
+    def order(offender):
+        return (-offender.faults, offender.node, offender.gpu_index or 0, offender.gpu_serial)
+
+    return RepeatOffenders(threshold, sorted(nodes, key=order), sorted(gpus, key=order))
 
 
 def node_open_tickets(*, user, node) -> QuerySet[FaultTicket]:

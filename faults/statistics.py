@@ -190,7 +190,8 @@ def failures_by_component_month(tickets: list[FaultTicket]) -> list[dict]:
             ],
             "replacements": sum(replaced[month].values()),
             "replaced_parts": [
-                {"component": kind.value, "label": kind.label, "replacements": replaced[month][kind]}
+                {"component": kind.value, "label": kind.label,
+                 "replacements": replaced[month][kind]}
                 for kind in ComponentKind if replaced[month][kind]
             ],
         })

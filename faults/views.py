@@ -364,6 +364,7 @@ class StatisticsView(RoleRequiredMixin, TemplateView):
         context.update(
             stats=stats, chart=chart, month_columns=short,
             repair_rows=stats["repair_statistics"],
+            offenders=selectors.repeat_offenders(user=self.request.user),
         )
         return context
 

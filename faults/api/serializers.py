@@ -332,6 +332,25 @@ class ComponentMonthSerializer(serializers.Serializer):
     replaced_parts = ReplacedPartsSerializer(many=True)
 
 
+class RepeatOffenderSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=[("node", "node"), ("gpu", "gpu")])
+    node = serializers.CharField(
+        help_text="hostname; a GPU's node now, or where it last failed when swapped out")
+    gpu_index = serializers.IntegerField(allow_null=True)
+    gpu_serial = serializers.CharField(allow_blank=True)
+    installed = serializers.BooleanField(help_text="a GPU's serial is still in that slot")
+    faults = serializers.IntegerField(help_text="its tickets so far")
+
+
+class RepeatOffendersSerializer(serializers.Serializer):
+    """Nodes and GPUs whose next ticket the repeat rule (FAULTS_REPEAT_THRESHOLD earlier tickets)
+    calls a repeat offender, so it proposes a vendor case; over all time, not the range."""
+
+    threshold = serializers.IntegerField()
+    nodes = RepeatOffenderSerializer(many=True)
+    gpus = RepeatOffenderSerializer(many=True)
+
+
 class StatisticsSerializer(serializers.Serializer):
     period = PeriodSerializer()
     by_recovery_method = RecoveryStatisticsSerializer(many=True)
@@ -344,6 +363,7 @@ class StatisticsSerializer(serializers.Serializer):
     mtbf_by_gpu_serial = GpuMtbfSerializer(many=True)
     failures_by_component_month = ComponentMonthSerializer(many=True)
     repair_statistics = RepairStatisticsSerializer(many=True)
+    repeat_offenders = RepeatOffendersSerializer()
 
 
 # -- repair cases ---------------------------------------------------------------------------------

@@ -235,7 +235,8 @@ class IntakeRecordViewSet(FaultPermissions, SelectorQuerysetMixin, viewsets.Read
 class StatisticsView(FaultPermissions, APIView):
     @extend_schema(
         summary="Fault statistics: Table 13 by category, by month, MTTA, MTTR, MTBF, failures "
-                "per component type per month, repair cases per part type and vendor",
+                "per component type per month, repair cases per part type and vendor, "
+                "repeat offenders",
         parameters=[
             OpenApiParameter("start", OpenApiTypes.DATETIME, description="detected at or after"),
             OpenApiParameter("end", OpenApiTypes.DATETIME, description="detected before"),
@@ -252,6 +253,7 @@ class StatisticsView(FaultPermissions, APIView):
                 except ValueError:
                     raise InvalidInput({name: ["Use an ISO 8601 date and time."]}) from None
         data = statistics.fault_statistics(**bounds)
+        data["repeat_offenders"] = selectors.repeat_offenders(user=request.user)
         return Response(fault_serializers.StatisticsSerializer(data).data)
 
 

@@ -21,6 +21,8 @@ def node_fault_panel(context, node) -> dict:
         "visible": True,
         "open": list(selectors.node_open_tickets(user=user, node=node)),
         "total": selectors.ticket_list(user=user).filter(node=node).count(),
+        # The policy's repeat rule, asked of the node and the GPUs in its slots.
+        "offenders": selectors.repeat_offenders(user=user, node=node),
     }
 
 

@@ -87,3 +87,122 @@ def test_statistics_page_shows_failures_per_component_type_per_month(seeded, mak
             '<td class="num">6</td>') in html
     assert "GPU tray / baseboard, NVLink / NVSwitch module</td>" in html
     assert 'id="repair-statistics"' in html
+
+
+# -- repeat offenders (the lemon nodes and GPU slots) ---------------------------------------------
+
+
+def closed_ticket(*, node, gpu=None, days_ago: int, category="gpu"):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from faults.models import FaultTicket
+    from faults.workflow import Status
+
+    return FaultTicket.objects.create(
+        category=category, status=Status.CLOSED, summary="earlier fault", node=node, gpu=gpu,
+        gpu_serial=gpu.serial if gpu else "",
+        detected_at=timezone.now() - timedelta(days=days_ago),
+    )
+
+
+@pytest.fixture
+def lemons(fleet, settings):
+    """gpu001's GPU 3 failed twice (the threshold), GPU 5 once; gpu002 failed twice at node
+    level; so gpu001 has three tickets, gpu002 two: both nodes and GPU 3 are over it."""
+    settings.FAULTS_REPEAT_THRESHOLD = 2
+    gpu001, gpu002 = fleet.nodes
+    gpu3, gpu5 = gpu001.gpus.get(index=3), gpu001.gpus.get(index=5)
+    closed_ticket(node=gpu001, gpu=gpu3, days_ago=20)
+    closed_ticket(node=gpu001, gpu=gpu3, days_ago=10)
+    closed_ticket(node=gpu001, gpu=gpu5, days_ago=5)
+    closed_ticket(node=gpu002, days_ago=30, category="nvlink_nvswitch_pcie")
+    closed_ticket(node=gpu002, days_ago=3, category="nvlink_nvswitch_pcie")
+    return fleet
+
+
+def test_statistics_api_lists_the_nodes_and_gpu_slots_over_the_threshold(lemons, api_as):
+    body = api_as(Role.VIEWER).get("/api/faults/statistics/").json()
+
+    offenders = body["repeat_offenders"]
+    assert offenders["threshold"] == 2
+    assert [(row["node"], row["faults"]) for row in offenders["nodes"]] == [
+        ("gpu001", 3), ("gpu002", 2)]
+    assert offenders["gpus"] == [{
+        "kind": "gpu", "node": "gpu001", "gpu_index": 3, "gpu_serial": "165432200103",
+        "installed": True, "faults": 2,
+    }]
+
+
+def test_a_listed_gpu_is_what_the_policy_calls_a_repeat_offender_on_its_next_ticket(
+    lemons, api_as, settings
+):
+    """One rule: the GPU the statistics list gets the vendor proposed on its next XID 79, the
+    GPU they do not list does not."""
+    import json
+
+    from faults.models import TimelineKind
+    from faults.services.intake import receive_platform_event
+    from tests.faults.conftest import xid_event
+
+    def proposes_vendor(gpu_index: int) -> bool:
+        ticket = receive_platform_event(raw_body=json.dumps(xid_event(gpu=gpu_index)))[0]
+        return ticket.timeline.filter(kind=TimelineKind.PROPOSAL,
+                                      text__contains="repeat offender").exists()
+
+    listed = {row["gpu_index"] for row in
+              api_as(Role.VIEWER).get("/api/faults/statistics/").json()["repeat_offenders"]["gpus"]}
+    assert listed == {3}
+    assert proposes_vendor(3) and not proposes_vendor(6)
+    settings.FAULTS_REPEAT_THRESHOLD = 3
+    body = api_as(Role.VIEWER).get("/api/faults/statistics/").json()["repeat_offenders"]
+    assert [row["gpu_index"] for row in body["gpus"]] == [3]  # now three tickets on it
+
+
+def test_a_swapped_out_gpu_is_listed_by_its_serial_as_no_longer_installed(lemons, api_as):
+    from inventory.swaps import component_replace, slot_for
+
+    gpu001 = lemons.nodes[0]
+    component_replace(slot=slot_for(kind="gpu", node=gpu001, gpu_index=3),
+                      serial_in="NEW-GPU-3", uuid_in="GPU-new-3")
+
+    body = api_as(Role.VIEWER).get("/api/faults/statistics/").json()["repeat_offenders"]
+
+    assert [(row["node"], row["gpu_index"], row["gpu_serial"], row["installed"])
+            for row in body["gpus"]] == [("gpu001", 3, "165432200103", False)]
+
+
+def test_statistics_page_lists_the_repeat_offenders(lemons, make_user):
+    client = Client()
+    client.force_login(make_user(Role.VIEWER))
+
+    html = client.get("/faults/statistics/").content.decode()
+
+    table = html.split('id="repeat-offenders"')[1].split("</table>")[0]
+    assert table.count('data-kind="node"') == 2 and table.count('data-kind="gpu"') == 1
+    assert "<td>GPU3</td><td>165432200103</td>" in table
+
+
+def test_node_page_flags_the_repeat_offender_with_its_count(lemons, make_user):
+    client = Client()
+    client.force_login(make_user(Role.VIEWER))
+
+    html = client.get("/inventory/nodes/gpu001/").content.decode()
+
+    assert 'data-repeat-offender="node"' in html
+    assert "<strong>Repeat offender</strong>: 3 fault tickets" in html
+    assert 'data-repeat-offender="gpu3"' in html and 'data-repeat-offender="gpu5"' not in html
+    other = client.get("/inventory/nodes/gpu002/").content.decode()
+    assert "<strong>Repeat offender</strong>: 2 fault tickets" in other
+
+
+def test_node_page_shows_no_flag_under_the_threshold(fleet, make_user, settings):
+    settings.FAULTS_REPEAT_THRESHOLD = 2
+    closed_ticket(node=fleet.nodes[0], days_ago=1)
+    client = Client()
+    client.force_login(make_user(Role.VIEWER))
+
+    html = client.get("/inventory/nodes/gpu001/").content.decode()
+
+    assert "data-repeat-offender" not in html
