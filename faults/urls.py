@@ -14,6 +14,7 @@ urlpatterns = [
          name="report-node-event"),
     path("statistics/", views.StatisticsView.as_view(), name="statistics"),
     path("repair-cases.csv", views.RepairCaseCsvView.as_view(), name="repair-cases-csv"),
+    path("swaps.csv", views.SwapCsvView.as_view(), name="swaps-csv"),
     path("<int:pk>/", views.TicketDetailView.as_view(), name="ticket"),
     path("<int:pk>/acknowledge/", views.AcknowledgeView.as_view(), name="acknowledge"),
     path("<int:pk>/transition/", views.TransitionView.as_view(), name="transition"),

