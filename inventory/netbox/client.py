@@ -110,6 +110,9 @@ class NetboxClient:
     def interfaces_of(self, device_ids: Iterable[int]) -> list[dict]:
         return list(self._batched(self.api.dcim.interfaces, "device_id", device_ids))
 
+    def inventory_items_of(self, device_ids: Iterable[int]) -> list[dict]:
+        return list(self._batched(self.api.dcim.inventory_items, "device_id", device_ids))
+
     def cables_of(self, device_ids: Iterable[int]) -> list[dict]:
         """Cables with an end on any of the devices, each once."""
         seen: dict[int, dict] = {}

@@ -6,9 +6,12 @@ every problem we can foresee (no site to put a new device in, a role or device t
 NetBox, an interface already cabled elsewhere) stops the export before its first write. What
 the export owns in NetBox: device name, serial, status, role and type, location (our pod) and
 rack where NetBox has them; interface type, speed, management-only flag, label and description,
-LAG membership of a bond's members; cable terminations, medium, status, label and length. MAC
-addresses (separate objects since NetBox 4.2), management IP addresses, platforms and custom
-fields are not written, and nothing in NetBox is ever deleted.
+LAG membership of a bond's members; cable terminations, medium, status, label and length; and
+each node's GPUs as inventory items of its device named `GPU<index>` (serial, model as part id,
+UUID as description), so a swapped GPU's new serial reaches NetBox as a swapped node's does (its
+device serial). MAC addresses (separate objects since NetBox 4.2), management IP addresses,
+platforms, custom fields and the serials of NICs and transceivers are not written, and nothing
+in NetBox is ever deleted (a GPU item stays under its name; its serial is the slot's now).
 
 A bond (`mlx5_bond_0`) becomes a LAG interface with its members (`mlx5_9`, `mlx5_10`) as
 physical interfaces; NetBox cannot cable a LAG, so the bond's cable lands on its first member.
@@ -20,13 +23,14 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from inventory.models import NIC, Cable, CableStatus, Node, Switch, SwitchPort
+from inventory.models import GPU, NIC, Cable, CableStatus, Node, Switch, SwitchPort
 from inventory.netbox import mapping
 from inventory.netbox.client import NetboxClient, NetboxError
 from inventory.netbox.importer import CREATE, UPDATE, Change
 from inventory.netbox.mapping import NODE
 
 DEVICES, INTERFACES, CABLES = "dcim.devices", "dcim.interfaces", "dcim.cables"
+INVENTORY_ITEMS = "dcim.inventory_items"
 
 
 class NetboxExportError(Exception):
@@ -136,6 +140,7 @@ class _Planner:
         )
         devices = self._plan_devices(nodes, switches)
         self._plan_interfaces(nodes, switches, devices)
+        self._plan_gpus(nodes, devices)
         self._plan_cables(devices)
         if self.problems:
             raise NetboxExportError(self.problems)
@@ -357,6 +362,42 @@ class _Planner:
                         refs=refs,
                     )
                 )
+
+    # --- GPUs (inventory items) ---
+
+    def _plan_gpus(self, nodes: list[Node], devices: dict[str, dict]) -> None:
+        """One inventory item per GPU under its node's device, found by (device, `GPU<index>`):
+        the slot is what stays, so after a swap the same item gets the new serial and UUID."""
+        existing: dict[tuple[str, str], dict] = {}
+        for item in self.client.inventory_items_of(device["id"] for device in devices.values()):
+            existing[((item.get("device") or {}).get("name"), item.get("name"))] = item
+        gpus = GPU.objects.filter(node__in=nodes).select_related("node")
+        for gpu in gpus.order_by("node__hostname_sort_key", "node__hostname", "index"):
+            hostname = gpu.node.hostname
+            body = mapping.gpu_inventory_item_body(
+                {"index": gpu.index, "serial": gpu.serial, "model": gpu.model, "uuid": gpu.uuid}
+            )
+            name = f"{hostname} {body['name']}"
+            found = existing.get((hostname, body["name"]))
+            if found is None:
+                refs: dict[str, tuple[str, Any]] = {}
+                device = devices.get(hostname)
+                if device is None:
+                    refs["device"] = ("device", hostname)
+                else:
+                    body["device"] = device["id"]
+                self.writes.append(
+                    _Write(INVENTORY_ITEMS, body, Change(CREATE, "inventory item", name,
+                                                         f"our GPU {gpu.serial or '?'}"),
+                           refs=refs)
+                )
+                continue
+            body.pop("name")
+            for key in ("serial", "part_id", "description"):
+                if not body[key]:
+                    body.pop(key)  # what we do not know never erases what NetBox has
+            current = mapping.inventory_item_values(found)
+            self._patch(INVENTORY_ITEMS, found["id"], "inventory item", name, current, body)
 
     # --- cables ---
 

@@ -509,3 +509,19 @@ def cable_values(cable: dict) -> dict[str, Any]:
         "length": float(length) if length not in (None, "") else None,
         "length_unit": choice_value(cable.get("length_unit")) or None,
     }
+
+
+def gpu_inventory_item_body(gpu_row: dict[str, Any]) -> dict[str, Any]:
+    """A GPU as the NetBox inventory item of its node's device: the slot as its name (`GPU3`,
+    as nvidia-smi numbers them), the serial in the slot now, the model as part id and the UUID
+    as description (an inventory item has no UUID field)."""
+    return {
+        "name": f"GPU{gpu_row['index']}",
+        "serial": gpu_row.get("serial") or "",
+        "part_id": gpu_row.get("model") or "",
+        "description": gpu_row.get("uuid") or "",
+    }
+
+
+def inventory_item_values(item: dict) -> dict[str, Any]:
+    return {key: item.get(key) or "" for key in ("serial", "part_id", "description")}

@@ -5,7 +5,8 @@ It stands in for NetBox at the HTTP level, so pynetbox and requests run unmodifi
 authentication (403 `Invalid token` otherwise, as NetBox answers), the API root with its
 `API-Version` header, `/api/status/`, list endpoints with NetBox's filters, `limit`/`offset`
 pagination and `next` links, detail endpoints, and for the export tests POST (create) and PATCH
-(partial update) of devices, interfaces and cables, answered in the shapes NetBox returns.
+(partial update) of devices, interfaces, cables and inventory items, answered in the shapes
+NetBox returns (inventory items, which the recordings hold none of, start as an empty list).
 Unknown filters are refused with 400 (NetBox would ignore them) so a misspelt filter in our code
 fails a test instead of silently reading everything.
 """
@@ -36,6 +37,8 @@ RELATED = {  # writable foreign keys: body field -> the endpoint its id points i
     "lag": "dcim/interfaces",
 }
 LENGTH_UNITS = {"m": "Meters", "cm": "Centimeters", "km": "Kilometers", "ft": "Feet"}
+# NetBox endpoints the recordings hold no object of: listed empty, as NetBox answers them.
+EMPTY_ENDPOINTS = ("dcim/inventory-items",)
 
 
 class NetboxReplay:
@@ -50,6 +53,8 @@ class NetboxReplay:
         # endpoint -> the validation error NetBox answers a POST there with (400).
         self.reject_posts: dict[str, dict[str, Any]] = {}
         self.lock = threading.Lock()
+        for endpoint in EMPTY_ENDPOINTS:
+            self.objects[endpoint] = []
         for dataset in datasets:
             self.load(dataset)
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
@@ -140,6 +145,22 @@ class NetboxReplay:
             )
         elif endpoint == "dcim/cables":
             obj.update(display=f"#{new_id}", label="", length=None, length_unit=None)
+        elif endpoint == "dcim/inventory-items":
+            obj.update(
+                display=body.get("name"),
+                parent=None,
+                label="",
+                role=None,
+                manufacturer=None,
+                part_id="",
+                serial="",
+                asset_tag=None,
+                discovered=False,
+                description="",
+                component_type=None,
+                component_id=None,
+                _depth=0,
+            )
         self.apply(endpoint, obj, body)
         self.objects[endpoint].append(obj)
         if endpoint == "dcim/cables":

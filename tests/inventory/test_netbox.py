@@ -632,3 +632,52 @@ def test_a_servers_oob_ip_is_its_bmc_address(empty_inventory, replay):
     assert [(c.name, c.fields) for c in again.plan.changes if c.action == "update"] == [
         ("gpu001", {"bmc_address": ("10.10.0.1", "10.10.0.9")})
     ]
+
+
+def test_export_after_swaps_sends_the_new_serials_to_the_device_and_the_gpu_item(
+    empty_inventory, replay
+):
+    """Issue 25 item 2: a swapped node's serial reaches its NetBox device, and a swapped GPU's
+    serial (and UUID) its inventory item `GPU<index>`, which stays the slot's item."""
+    from inventory.models import GPU
+    from inventory.swaps import component_replace, slot_for
+
+    netbox_import(url=replay.url, token=TOKEN)
+    gpu001 = Node.objects.get(hostname="gpu001")
+    for index in range(8):
+        GPU.objects.create(node=gpu001, index=index, serial=f"1654322001{index:02d}",
+                           uuid=f"GPU-0001{index:04d}-0000-0000-0000-000000000000", model="H100")
+    replay.writes.clear()
+
+    netbox_export(url=replay.url, token=TOKEN, site="sakuraone")
+
+    device_id = netbox_device_id(replay, "gpu001")
+    items = replay.posts("dcim/inventory-items")
+    assert [item["name"] for item in items] == [f"GPU{index}" for index in range(8)]
+    assert items[3] == {
+        "name": "GPU3", "serial": "165432200103", "part_id": "H100",
+        "description": "GPU-00010003-0000-0000-0000-000000000000", "device": device_id,
+    }
+    assert replay.patches("dcim/devices") == []
+
+    component_replace(slot=slot_for(kind="gpu", node=gpu001, gpu_index=3),
+                      serial_in="1654322009999",
+                      uuid_in="GPU-99999999-0000-0000-0000-000000000000", reference="RC-1")
+    component_replace(slot=slot_for(kind="node", node=Node.objects.get(hostname="gpu002")),
+                      serial_in="S821GE77777", reference="RC-2")
+    replay.writes.clear()
+
+    result = netbox_export(url=replay.url, token=TOKEN, site="sakuraone")
+
+    gpu3_item = replay.find("dcim/inventory-items", device_id=device_id, name="GPU3")
+    assert replay.patches("dcim/inventory-items") == [(gpu3_item["id"], {
+        "serial": "1654322009999", "description": "GPU-99999999-0000-0000-0000-000000000000"})]
+    assert replay.patches("dcim/devices") == [
+        (netbox_device_id(replay, "gpu002"), {"serial": "S821GE77777"})]
+    assert replay.posts("dcim/inventory-items") == []
+    assert "~ update inventory item gpu001 GPU3: serial '165432200103' -> '1654322009999'" in [
+        change.line().split(", description")[0] for change in result.changes]
+
+    # The swapped serials are now NetBox's: a third export sends nothing.
+    replay.writes.clear()
+    assert netbox_export(url=replay.url, token=TOKEN, site="sakuraone").writes == []
