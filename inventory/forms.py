@@ -6,7 +6,16 @@ from __future__ import annotations
 from django import forms
 
 from inventory.hostlist import expand_hostlist
-from inventory.models import Cable, CableStatus, LifecycleStatus, Node, Pod, Rack, Switch
+from inventory.models import (
+    Cable,
+    CableStatus,
+    ComponentKind,
+    LifecycleStatus,
+    Node,
+    Pod,
+    Rack,
+    Switch,
+)
 from inventory.validation import RULES
 from portal.errors import InvalidInput
 from portal.natural_sort import natural_sorted
@@ -118,3 +127,22 @@ class HardwareSearchForm(FilterForm):
             }
         ),
     )
+
+
+class SpareStockForm(forms.Form):
+    """The spares page's "set a shelf" form (POST): a part type at a site, its count on hand and
+    its minimum; blank counts are left as they are. The shape checks are here; the rules (fewer
+    on hand than cases hold, an unknown type) are inventory.spares.spare_stock_set's, and its
+    refusal is shown beside the field it names."""
+
+    kind = forms.ChoiceField(label="Part type", choices=ComponentKind.choices)
+    site = forms.CharField(max_length=64)
+    on_hand = forms.IntegerField(label="On hand", required=False, min_value=0,
+                                 max_value=1_000_000)
+    minimum = forms.IntegerField(required=False, min_value=0, max_value=1_000_000)
+
+    def clean(self):
+        cleaned = super().clean()
+        if not self.errors and cleaned.get("on_hand") is None and cleaned.get("minimum") is None:
+            self.add_error("on_hand", "Give the count on hand, the minimum, or both.")
+        return cleaned

@@ -16,6 +16,7 @@ urlpatterns = [
     ),
     path("parts/<str:serial>/", detail.PartHistoryView.as_view(), name="part-history"),
     path("spares/", detail.SparesView.as_view(), name="spares"),
+    path("spares/set/", detail.SpareSetView.as_view(), name="spares-set"),
     path("switches/", lists.SwitchListView.as_view(), name="switch-list"),
     path("switches/<str:hostname>/", detail.SwitchDetailView.as_view(), name="switch-detail"),
     path("cables/", lists.CableListView.as_view(), name="cable-list"),

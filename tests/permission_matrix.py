@@ -717,6 +717,12 @@ MATRIX.update(
             )
         ),
         "inventory:spares": Route((get("/inventory/spares/", page("read_inventory")),)),
+        "inventory:spares-set": Route(
+            (
+                post("/inventory/spares/set/", page("write_inventory", 400),
+                     note="no part type or site: the page again naming them (400)"),
+            )
+        ),
         "inventory:switch-list": Route((get("/inventory/switches/", page("read_cluster")),)),
         "inventory:switch-detail": Route(
             (get(lambda w: f"/inventory/switches/{w.switch.hostname}/", page("read_cluster")),)

@@ -4,18 +4,25 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from django.contrib import messages
 from django.http import Http404
+from django.shortcuts import redirect
 from django.template.response import TemplateResponse
+from django.views import View
 from django.views.generic import TemplateView
 
 from inventory import cable_trace, selectors
 from inventory.bmc.power import read_power_state
 from inventory.bmc.targets import has_bmc
+from inventory.forms import SpareStockForm
 from inventory.hostlist import compress_hostlist
 from inventory.models import NIC
+from inventory.spares import spare_stock_set
 from inventory.ui_panels import node_panels, switch_panels
 from inventory.views.base import InventoryPageMixin, is_htmx
 from portal import pagination
+from portal.errors import InvalidInput
+from portal.roles import may
 
 RAIL_TOP, RAIL_ROW = 24, 36
 
@@ -68,7 +75,8 @@ class PartHistoryView(InventoryPageMixin, TemplateView):
 
 class SparesView(InventoryPageMixin, TemplateView):
     """The spares shelves per site and part type (free, reserved, minimum) and the latest
-    reservations; writes go through /api/inventory/spares/ and the repair cases."""
+    reservations; those who may write the inventory set a shelf's counts here (SpareSetView),
+    as through /api/inventory/spares/; reservations go through the repair cases."""
 
     section = "spares"
     template_name = "inventory/spares.html"
@@ -76,11 +84,42 @@ class SparesView(InventoryPageMixin, TemplateView):
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
+        can_edit = may(self.request.user, "write_inventory")
         context.update(
             stocks=selectors.spare_stock_list(user=self.request.user),
             reservations=selectors.spare_reservation_list()[:50],
+            can_edit_spares=can_edit,
+            spare_form=kwargs.get("spare_form") or (SpareStockForm() if can_edit else None),
         )
         return context
+
+
+class SpareSetView(InventoryPageMixin, View):
+    """POST of the spares page's form: set a shelf's count on hand and minimum through the same
+    service as the API. Refused input renders the page again (400) with each problem beside the
+    field it names, and nothing written."""
+
+    capability = "write_inventory"
+
+    def post(self, request):
+        form = SpareStockForm(request.POST)
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                stock = spare_stock_set(kind=data["kind"], site=data["site"],
+                                        on_hand=data["on_hand"], minimum=data["minimum"],
+                                        actor=request.user, via="ui")
+            except InvalidInput as refused:
+                for field, problems in (refused.detail.items()
+                                        if isinstance(refused.detail, dict) else []):
+                    form.add_error(field if field in form.fields else None, problems)
+            else:
+                messages.success(request, f"{stock.get_kind_display()} at {stock.site}: "
+                                          f"{stock.on_hand} on hand, minimum {stock.minimum}.")
+                return redirect("inventory:spares")
+        view = SparesView(request=request, args=(), kwargs={})
+        context = view.get_context_data(spare_form=form)
+        return TemplateResponse(request, SparesView.template_name, context, status=400)
 
 
 class NicTraceView(InventoryPageMixin, TemplateView):
