@@ -513,6 +513,8 @@ SPECTACULAR_SETTINGS = {
         "FaultStatusEnum": "faults.workflow.Status",
         "FaultSourceEnum": "faults.models.Source",
         "FaultSeverityEnum": "faults.models.Severity",
+        # Table 13's categories, also the statistics' fault "component": one name for both.
+        "CategoryEnum": "faults.models.Category",
         "JobSourceEnum": "jobs.models.Job.Source",
         # A repair case's steps and the part kinds both a case and a swap name.
         "RepairStatusEnum": "faults.repair_workflow.RepairStatus",
