@@ -27,6 +27,7 @@ from fabric.drivers.base import (
 from fabric.hooks import LinkChange, notify_fabric_signals
 from fabric.impact import blast_radius
 from fabric.maintenance_windows import (
+    WINDOW_END_ACTION,
     WINDOW_RESERVATION_ACTION,
     WINDOW_RESERVATION_FLAGS,
     reservation_account,
@@ -256,6 +257,39 @@ def end_maintenance(action: Action) -> dict:
     Maintenance.objects.filter(pk=parameters["maintenance_id"]).update(
         status=Maintenance.Status.ENDED, ended_at=timezone.now())
     return {"switch": switch.hostname, "ports": states, "resumed": nodes,
+            "kept_drained": parameters.get("kept_drained", {})}
+
+
+@register_action_handler(WINDOW_END_ACTION,
+                         description="End a maintenance window: start exactly the ports its "
+                                     "maintenances shut on each switch, then resume exactly the "
+                                     "nodes it drained.",
+                         max_attempts=10)
+def end_window(action: Action) -> dict:
+    """Safe to run again after a lost worker or a transient error: starting a port that is up
+    and resuming a node that is idle change nothing."""
+    parameters = action.parameters
+    started = {}
+    for entry in parameters["switches"]:
+        switch = _switch(entry["switch_id"], entry["switch"])
+        ports = list(entry["ports"])
+        started[switch.hostname] = (_set_ports_and_read_back(switch, ports, up=True,
+                                                             action=action) if ports else {})
+    nodes = list(parameters["nodes"])
+    if nodes:
+        try:
+            get_slurm_driver().resume(nodes)
+        except SlurmUnavailable as error:
+            raise TransientActionError(f"Slurm controller unreachable: {error}") from error
+        except SlurmError as error:
+            raise PermanentActionError(
+                f"Slurm refused the resume: {error} (ports started on "
+                + (", ".join(f"{name}: {len(ports)}" for name, ports in started.items())
+                   or "no switch") + ")") from error
+    Maintenance.objects.filter(
+        pk__in=[entry["maintenance_id"] for entry in parameters["switches"]]).update(
+        status=Maintenance.Status.ENDED, ended_at=timezone.now())
+    return {"window_id": parameters["window_id"], "ports": started, "resumed": nodes,
             "kept_drained": parameters.get("kept_drained", {})}
 
 

@@ -33,7 +33,8 @@ class MaintenanceWindowSerializer(serializers.ModelSerializer):
     class Meta:
         model = MaintenanceWindow
         fields = ["id", "status", "reason", "owner", "planned_start", "planned_end", "switches",
-                  "nodes", "reserved_nodes", "reservation", "reservation_action", "created_at",
+                  "nodes", "reserved_nodes", "reservation", "reservation_action",
+                  "nodes_action", "nodes_drained_before", "end_action", "created_at",
                   "started_at", "ended_at", "maintenances"]
         read_only_fields = fields
 
@@ -104,8 +105,8 @@ class MaintenanceWindowViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
         window = windows.start_maintenance_window(self.get_object(), requested_by=request.user)
         return self._answer(window)
 
-    @extend_schema(summary="End a running window: start exactly the ports it shut, resume "
-                           "exactly the nodes it drained",
+    @extend_schema(summary="End a running window as one Action (end_action): start exactly the "
+                           "ports it shut, resume exactly the nodes it drained",
                    request=None, responses={200: MaintenanceWindowSerializer, **CHANGED})
     @action(detail=True, methods=["post"])
     def end(self, request, pk=None):

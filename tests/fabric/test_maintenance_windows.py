@@ -11,18 +11,21 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from fabric.drivers.base import get_fabric_driver
 from fabric.maintenance_windows import (
     WINDOW_RESERVATION_ACTION,
     create_maintenance_window,
+    end_maintenance_window,
     run_due_windows,
+    start_maintenance_window,
 )
 from fabric.models import Maintenance, MaintenanceWindow
 from fabric.services import host_facing_ports
 from fabric.targets import switch_target
 from faults.models import FaultTicket
-from inventory.models import Switch
+from inventory.models import Node, Switch
 from portal.models import Action, ActionStatus, Role
 from portal.services.actions import run_action
 from tests.fabric.test_maintenance import LEAF, NODES, FakeSlurm, admin_states
@@ -122,7 +125,7 @@ def test_at_its_time_it_starts_and_at_its_end_undoes_exactly_what_it_did_and_fil
     assert ran.ended == [window.pk]
     maintenance.refresh_from_db()
     end = maintenance.end_action
-    assert end.parameters["ports"] == ports[1:]
+    assert end.parameters["switches"][0]["ports"] == ports[1:]
     assert run_action(action_id=end.pk) == "succeeded"
     assert admin_states(leaf, [ports[0]]) == {"down"}
     assert admin_states(leaf, ports[1:]) == {"up"}
@@ -160,3 +163,52 @@ def test_the_calendar_plans_and_lists_windows_and_the_node_page_badges_a_running
     assert window.status == "running"
     node_page = client.get("/inventory/nodes/gpu001/").content.decode()
     assert "node-maintenance-badge" in node_page and f"window #{window.pk}" in node_page
+
+
+def test_a_window_over_two_switches_ends_as_one_action_undoing_exactly_what_it_did(
+    leaf, slurm, make_user
+):
+    """Issue 26 item 2: "ending it starts exactly the ports it shut and resumes exactly the
+    nodes it drained, nothing else, as one Action" (on main: one end Action per switch)."""
+    operator = make_user(Role.OPERATOR)
+    other = Switch.objects.get(hostname="leaf-p1-r4")
+    down_before = {leaf: host_facing_ports(leaf)[0], other: host_facing_ports(other)[-1]}
+    for switch, port in down_before.items():
+        get_fabric_driver(switch_target(switch)).set_port_admin([port], False)
+    Node.objects.filter(hostname="gpu003").update(slurm_state="drained")  # by someone else
+    start = timezone.now() + timedelta(hours=1)
+    window = create_maintenance_window(
+        planned_start=start, planned_end=start + timedelta(hours=2), reason="optics",
+        switch_names=[LEAF, other.hostname], owner=operator)
+    start_maintenance_window(window, requested_by=operator)
+    for maintenance in Maintenance.objects.filter(window=window):
+        Action.objects.filter(pk=maintenance.start_action.parameters["drain_action_id"]).update(
+            status=ActionStatus.SUCCEEDED)
+        assert run_action(action_id=maintenance.start_action_id) == "succeeded"
+    assert admin_states(leaf) == admin_states(other) == {"down"}
+    before = Action.objects.count()
+
+    end = end_maintenance_window(window, requested_by=operator)
+    assert Action.objects.count() == before + 2  # the end and the reservation's release
+    assert not Action.objects.filter(kind="fabric.maintenance_end").exists()
+    window.refresh_from_db()
+    assert window.end_action == end and window.status == "ended"
+    assert {m.end_action_id for m in window.maintenances.all()} == {end.pk}
+    assert {entry["switch"]: entry["ports"] for entry in end.parameters["switches"]} == {
+        switch.hostname: [p for p in host_facing_ports(switch) if p != down_before[switch]]
+        for switch in (leaf, other)}
+    assert end.parameters["kept_drained"] == {"gpu003": "drained before the maintenance"}
+
+    assert run_action(action_id=end.pk) == "succeeded"
+    for switch, port in down_before.items():
+        assert admin_states(switch, [port]) == {"down"}  # down before, stays down
+        assert admin_states(switch, [p for p in host_facing_ports(switch)
+                                     if p != port]) == {"up"}
+    assert slurm.resumed == ["gpu001", "gpu002", "gpu004"]  # once each; gpu003 stays drained
+    assert set(window.maintenances.values_list("status", flat=True)) == {"ended"}
+
+    api = APIClient()
+    api.force_authenticate(operator)
+    answer = api.get(f"{URL}{window.pk}/").json()
+    assert answer["end_action"] == end.pk
+    assert {m["end_action"] for m in answer["maintenances"]} == {end.pk}
