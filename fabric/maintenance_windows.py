@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -18,16 +18,19 @@ from django.utils import timezone
 
 from fabric.impact import blast_radius
 from fabric.models import Maintenance, MaintenanceWindow
-from fabric.services import MAINTENANCE_ROLES, request_leaf_maintenance
-from inventory.hostlist import expand_hostlist
+from fabric.services import DRAINED_SLURM_STATES, MAINTENANCE_ROLES, request_leaf_maintenance
+from inventory.hostlist import compress_hostlist, expand_hostlist
 from inventory.models import Node, Switch
 from jobs.hooks import resume_blockers
+from jobs.services import request_drain
 from portal.errors import Conflict, InvalidInput
 from portal.models import Action, ActionStatus
+from portal.models.actions import TERMINAL_STATUSES
 from portal.services.actions import enqueue_action
 
 WINDOW_RESERVATION_ACTION = "fabric.window_reservation"
 WINDOW_END_ACTION = "fabric.window_end"
+WINDOW_NODES_ACTION = "fabric.window_nodes"
 # A maintenance whose start Action gave up shut nothing and holds its drained nodes: the
 # window's end resumes them.
 GAVE_UP = (ActionStatus.FAILED, ActionStatus.CANCELLED)
@@ -80,26 +83,60 @@ def start_maintenance_window(
     window: MaintenanceWindow, *, requested_by=None, via: str = "api",
 ) -> MaintenanceWindow:
     """Start a scheduled window now (an operator, or its time has come): one leaf maintenance per
-    switch, each draining, waiting for the nodes' jobs to end, then shutting. Started early, its
-    reservation is moved to begin now."""
+    switch, each draining, waiting for the nodes' jobs to end, then shutting; the nodes named on
+    their own are drained and waited for too (`nodes_action`). Started early, its reservation
+    is moved to begin now."""
     with transaction.atomic():
         window = MaintenanceWindow.objects.select_for_update().get(pk=window.pk)
         if window.status != MaintenanceWindow.Status.SCHEDULED:
             raise Conflict(f"Maintenance window #{window.pk} is {window.status}; only a "
                            "scheduled window starts.", window_id=window.pk)
+        behind_switches: set[str] = set()
         for switch in window.switches.order_by("hostname"):
             action, _ = request_leaf_maintenance(
                 switch=switch, reason=f"maintenance window #{window.pk}: {window.reason}",
                 requested_by=requested_by, via=via,
             )
             Maintenance.objects.filter(start_action=action).update(window=window)
+            behind_switches.update(action.parameters["nodes"])
+        _drain_own_nodes(window, sorted(set(window.nodes) - behind_switches),
+                         requested_by=requested_by, via=via)
         window.status = MaintenanceWindow.Status.RUNNING
         window.started_at = timezone.now()
-        window.save(update_fields=["status", "started_at"])
+        window.save(update_fields=["status", "started_at", "nodes_action",
+                                   "nodes_drained_before"])
         if window.planned_start > window.started_at:
             _sync_reservation(window, "the window started early: hold its nodes from now",
                               requested_by=requested_by, via=via)
     return window
+
+
+def _drain_own_nodes(window: MaintenanceWindow, names: list[str], *, requested_by,
+                     via: str) -> None:
+    """Drain the nodes the window names on their own (those not behind its switches, whose
+    maintenances drain them) and queue the Action that waits until they are empty, as a
+    switch's maintenance does. Nodes drained already (by someone else) are not drained again,
+    so their Slurm reason stays theirs, and the window's end leaves them drained."""
+    if not names:
+        return
+    nodes = list(Node.objects.filter(hostname__in=names).order_by("hostname"))
+    before = [node.hostname for node in nodes if node.slurm_state in DRAINED_SLURM_STATES]
+    to_drain = [node for node in nodes if node.hostname not in before]
+    reason = f"maintenance window #{window.pk}: {window.reason}"
+    drain = None
+    if to_drain:
+        drain, _ = request_drain(nodes=to_drain, reason=reason, requested_by=requested_by,
+                                 via=via)
+    deadline = timezone.now() + timedelta(seconds=settings.MAINTENANCE_DRAIN_DEADLINE_SECONDS)
+    window.nodes_action, _ = enqueue_action(
+        kind=WINDOW_NODES_ACTION,
+        target=f"{compress_hostlist(names)} (maintenance window #{window.pk})",
+        reason=reason, requested_by=requested_by, via=via,
+        parameters={"window_id": window.pk, "nodes": names,
+                    "drain_action_id": drain.pk if drain else None,
+                    "deadline": deadline.isoformat()},
+    )
+    window.nodes_drained_before = before
 
 
 def end_maintenance_window(
@@ -109,7 +146,8 @@ def end_maintenance_window(
     it starts exactly the ports its maintenances shut and resumes exactly the nodes it drained,
     nothing else (ports down before stay down; nodes drained before it, or held by an open
     fault ticket, stay drained and are named); the reservation goes. 409 while a maintenance is
-    still waiting for jobs (nothing is changed then). None when it had nothing to undo."""
+    still waiting for jobs, its switches' or its own nodes' (nothing is changed then). None
+    when it had nothing to undo."""
     with transaction.atomic():
         window = MaintenanceWindow.objects.select_for_update().get(pk=window.pk)
         if window.status != MaintenanceWindow.Status.RUNNING:
@@ -122,6 +160,9 @@ def end_maintenance_window(
         still_starting = [m.start_action for m in maintenances
                           if m.status == Maintenance.Status.STARTING
                           and m.start_action.status not in GAVE_UP]
+        nodes_action = window.nodes_action
+        if nodes_action is not None and nodes_action.status not in TERMINAL_STATUSES:
+            still_starting.append(nodes_action)
         if still_starting:
             raise Conflict(
                 f"Maintenance window #{window.pk} is still starting ("
@@ -144,6 +185,9 @@ def _request_window_end(window: MaintenanceWindow, maintenances: list[Maintenanc
     it or kept out by an open fault ticket."""
     drained = {name for m in maintenances for name in m.nodes}
     drained_before = {name for m in maintenances for name in m.nodes_drained_before}
+    if window.nodes_action is not None:
+        drained.update(window.nodes_action.parameters["nodes"])
+        drained_before.update(window.nodes_drained_before)
     nodes = list(Node.objects.filter(hostname__in=drained - drained_before).order_by("hostname"))
     if not maintenances and not nodes:
         return None

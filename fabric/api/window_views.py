@@ -53,7 +53,8 @@ class MaintenanceWindowRequestSerializer(StrictSerializer):
         max_length=64, help_text="Leaf or storage switch hostnames: drained and shut")
     nodes = serializers.CharField(
         required=False, allow_blank=True, default="", max_length=4000,
-        help_text="A hostlist of further nodes, e.g. gpu[001-004]: held by the reservation")
+        help_text="A hostlist of further nodes, e.g. gpu[001-004]: reserved, drained at "
+                  "the start (waiting for their jobs) and resumed at the end")
     reason = serializers.CharField(max_length=1000, help_text="Why; shown on the calendar")
 
 

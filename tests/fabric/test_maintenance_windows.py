@@ -26,6 +26,8 @@ from fabric.services import host_facing_ports
 from fabric.targets import switch_target
 from faults.models import FaultTicket
 from inventory.models import Node, Switch
+from jobs.drivers.base import SlurmNodeState
+from portal.errors import Conflict
 from portal.models import Action, ActionStatus, Role
 from portal.services.actions import run_action
 from tests.fabric.test_maintenance import LEAF, NODES, FakeSlurm, admin_states
@@ -212,3 +214,46 @@ def test_a_window_over_two_switches_ends_as_one_action_undoing_exactly_what_it_d
     answer = api.get(f"{URL}{window.pk}/").json()
     assert answer["end_action"] == end.pk
     assert {m["end_action"] for m in answer["maintenances"]} == {end.pk}
+
+
+def test_nodes_named_on_their_own_are_drained_waited_for_and_exactly_those_resumed(
+    small_fleet, slurm, make_user
+):
+    """Issue 26 item 2's scope "switches, nodes, hostlist": on main a node named on its own was
+    held by the reservation only, never drained at the start nor resumed at the end."""
+    operator = make_user(Role.OPERATOR)
+    Node.objects.filter(hostname="gpu003").update(slurm_state="drained")  # by someone else
+    slurm.run_job("1098", "gpu002")
+    start = timezone.now() + timedelta(hours=1)
+    window = create_maintenance_window(
+        planned_start=start, planned_end=start + timedelta(hours=2), reason="BIOS update",
+        hostlist="gpu[001-003]", owner=operator)
+    start_maintenance_window(window, requested_by=operator)
+    window.refresh_from_db()
+    assert window.nodes_drained_before == ["gpu003"]
+    waiting = window.nodes_action
+    assert waiting.parameters["nodes"] == ["gpu001", "gpu002", "gpu003"]
+    drain = Action.objects.get(pk=waiting.parameters["drain_action_id"])
+    assert (drain.kind, drain.parameters["nodes"]) == ("slurm.drain", ["gpu001", "gpu002"])
+
+    assert run_action(action_id=waiting.pk).startswith("waiting")
+    Action.objects.filter(pk=drain.pk).update(status=ActionStatus.SUCCEEDED)
+    Action.objects.filter(pk=waiting.pk).update(not_before=timezone.now())
+    assert run_action(action_id=waiting.pk).startswith("waiting")
+    waiting.refresh_from_db()
+    assert waiting.result["progress"] == "waiting for 1 job (1098) on 1 node (gpu002)"
+    with pytest.raises(Conflict):  # its nodes are still waited for: nothing changes
+        end_maintenance_window(window, requested_by=operator)
+    window.refresh_from_db()
+    assert window.status == "running" and window.end_action is None
+
+    slurm.running.clear()
+    slurm.states["gpu002"] = SlurmNodeState(name="gpu002", state="idle", flags=("DRAIN",))
+    Action.objects.filter(pk=waiting.pk).update(not_before=timezone.now())
+    assert run_action(action_id=waiting.pk) == "succeeded"
+    end = end_maintenance_window(window, requested_by=operator)
+    assert end.parameters["switches"] == []
+    assert end.parameters["nodes"] == ["gpu001", "gpu002"]
+    assert end.parameters["kept_drained"] == {"gpu003": "drained before the maintenance"}
+    assert run_action(action_id=end.pk) == "succeeded"
+    assert slurm.resumed == ["gpu001", "gpu002"]
