@@ -13,6 +13,7 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from console.dashboard import cluster_grid
 from fabric.drivers.base import get_fabric_driver
 from fabric.maintenance_windows import (
     WINDOW_RESERVATION_ACTION,
@@ -257,3 +258,49 @@ def test_nodes_named_on_their_own_are_drained_waited_for_and_exactly_those_resum
     assert end.parameters["kept_drained"] == {"gpu003": "drained before the maintenance"}
     assert run_action(action_id=end.pk) == "succeeded"
     assert slurm.resumed == ["gpu001", "gpu002"]
+
+
+def test_while_a_window_runs_the_grid_the_switch_pages_and_the_node_page_header_badge_it(
+    leaf, client, make_user, settings
+):
+    """Issue 26 item 2: "badges on the switch, node and grid while it runs". On main only the
+    node page had one, below its panels; the grid and both switch pages had none."""
+    operator = make_user(Role.OPERATOR)
+    client.force_login(operator)
+    start = timezone.now() + timedelta(hours=1)
+    window = create_maintenance_window(planned_start=start, planned_end=start + timedelta(hours=2),
+                                       switch_names=[LEAF], reason="optics", owner=operator)
+    switch_pages = [f"/inventory/switches/{LEAF}/", f"/fabric/switches/{LEAF}/"]
+    assert "data-maintenance=" not in client.get("/").content.decode()
+    for url in switch_pages:
+        assert "switch-window-badge" not in client.get(url).content.decode()
+
+    start_maintenance_window(window, requested_by=operator)
+    cells = {cell.hostname: cell for pod in cluster_grid(user=operator).pods
+             for rack in pod.racks for cell in rack.cells}
+    held = {name for name, cell in cells.items() if cell.maintenance_window == window.pk}
+    assert held == set(window.reserved_nodes) and set(cells) - held  # only the leaf's nodes
+    assert f"maintenance window #{window.pk}" in cells["gpu001"].label
+    dashboard = client.get("/").content.decode()
+    assert 'id="node-cell-gpu001" data-state=' in dashboard
+    cell_html = dashboard.split('id="node-cell-gpu001"')[1].split(">")[0]
+    assert f'data-maintenance="{window.pk}"' in cell_html
+    assert f"maintenance window #{window.pk}" in cell_html
+
+    for url in switch_pages:
+        page = client.get(url).content.decode()
+        assert "switch-window-badge" in page and f"window #{window.pk}" in page, url
+        # In the page's header, before the first card, not somewhere below the ports.
+        assert page.index("switch-window-badge") < page.index('class="grid-cards"'), url
+    other = Switch.objects.get(hostname="leaf-p2-r3")
+    assert "switch-window-badge" not in client.get(
+        f"/inventory/switches/{other.hostname}/").content.decode()
+    node_page = client.get("/inventory/nodes/gpu001/").content.decode()
+    assert node_page.index("node-maintenance-badge") < node_page.index('class="grid-cards"')
+
+    settings.DASHBOARD_AGGREGATE_ABOVE_NODES = 1  # the fleet's grid: a cell per pod
+    grid = cluster_grid(user=operator)
+    by_pod = {cell.pod: cell for cell in grid.aggregates}
+    assert sorted(cell.in_maintenance for cell in by_pod.values()) == [0, len(held)]
+    assert any(f"{len(held)} in maintenance" in cell.label for cell in by_pod.values())
+    assert f'data-agg-maintenance="{len(held)}"' in client.get("/").content.decode()
