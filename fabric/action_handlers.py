@@ -174,8 +174,7 @@ def leaf_maintenance(action: Action) -> dict:
         "phase": "ports_shut",
         "maintenance_id": maintenance.pk,
         "drain_action_id": drain.pk,
-        "progress": f"shut {len(shut)} ports; {len(maintenance.ports) - len(shut)} were down "
-                    "already and are left as they were",
+        "progress": _shut_progress(len(shut), len(maintenance.ports) - len(shut)),
         "ports": states,
         "ports_already_down": sorted(set(maintenance.ports) - set(shut)),
         **{key: radius[key] for key in ("nodes", "rails", "nodes_hostlist")},
@@ -184,6 +183,17 @@ def leaf_maintenance(action: Action) -> dict:
         result["shut_under_running_jobs"] = [job.as_dict() for job in progress.jobs]
         result["force_reason"] = parameters.get("force_reason", "")
     return result
+
+
+def _shut_progress(shut: int, already_down: int) -> str:
+    """"shut 1 port; 1 was down already and is left as it was" (the story's screenshot said
+    "shut 1 ports; 1 were down already")."""
+    text = f"shut {shut} port{'s' if shut != 1 else ''}"
+    if already_down == 1:
+        return f"{text}; 1 was down already and is left as it was"
+    if already_down:
+        return f"{text}; {already_down} were down already and are left as they were"
+    return text
 
 
 def _wait_until_empty(parameters: dict, nodes: list[str], *, nothing_done: str, advice: str,
