@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 from django.conf import settings
 from django.db.models import Count, Q
 
+from fabric.selectors import running_window_by_node
 from faults.models import Category, FaultTicket
 from faults.selectors import ticket_list
 from faults.workflow import OPEN_STATUSES
@@ -52,6 +53,7 @@ class GridCell:
     gpus: int
     open_faults: int = 0
     jobs: list[RunningJob] = field(default_factory=list)
+    maintenance_window: int | None = None  # the running maintenance window holding it
 
     @property
     def jobs_text(self) -> str:
@@ -80,6 +82,8 @@ class GridCell:
             parts.append(f"{self.open_faults} open fault ticket{plural}")
         if self.jobs:
             parts.append(f"running job {self.jobs_text}")
+        if self.maintenance_window:
+            parts.append(f"maintenance window #{self.maintenance_window}")
         return " · ".join(parts)
 
 
@@ -101,6 +105,7 @@ class AggregateCell:
     gpus: int = 0
     gpus_in_use: int | None = 0
     open_faults: int = 0
+    in_maintenance: int = 0  # nodes a running maintenance window holds
 
     @property
     def name(self) -> str:
@@ -134,6 +139,8 @@ class AggregateCell:
         parts = [f"{self.level} {self.name}: {self.node_count} nodes ({counted or 'none'})"]
         if self.open_faults:
             parts.append(f"{self.open_faults} open fault tickets")
+        if self.in_maintenance:
+            parts.append(f"{self.in_maintenance} in maintenance")
         return " · ".join(parts)
 
 
@@ -221,6 +228,14 @@ def _running_jobs_by_node(*, user, nodes) -> dict[int, list[RunningJob]]:
     return by_node
 
 
+def _maintenance_by_node(*, user) -> dict[str, int]:
+    """Hostname -> the running maintenance window holding it, for a user who may read the
+    fabric (windows are fabric planning: a tenant admin sees the nodes drained, not why)."""
+    if not may(user, "read_fabric"):
+        return {}
+    return running_window_by_node()
+
+
 def gpus_in_use(*, user) -> int:
     """GPUs that the running jobs `user` may see hold on the nodes `user` may see: the same
     nodes the total counts, so the figure is never "8 of 0" (a tenant's job running outside
@@ -270,9 +285,10 @@ def _sorted_nodes(nodes) -> list:
 def _node_pods(*, user, nodes, scope, gpu_counts, keep) -> list[GridPod]:
     """`nodes` (sorted) as cells grouped by pod and rack, those `keep` accepts; `scope` (a
     queryset or ids) holds them. Two queries (open tickets, running jobs) whatever their
-    number."""
+    number, and one more (running maintenance windows) for a reader of the fabric."""
     faults_by_node = _open_faults_by_node(user=user, nodes=scope)
     jobs_by_node = _running_jobs_by_node(user=user, nodes=scope)
+    windows_by_node = _maintenance_by_node(user=user)
     pods: dict[str, GridPod] = {}
     racks: dict[tuple[str, str], GridRack] = {}
     for node in nodes:
@@ -287,6 +303,7 @@ def _node_pods(*, user, nodes, scope, gpu_counts, keep) -> list[GridPod]:
             gpus=gpu_counts.get(node.pk, 0),
             open_faults=faults_by_node.get(node.pk, 0),
             jobs=jobs_by_node.get(node.pk, []),
+            maintenance_window=windows_by_node.get(node.hostname),
         )
         if not keep(pod_name, cell):
             continue
@@ -375,7 +392,8 @@ def _fleet_grid(*, user, groups, pod: str, rack: str, problems_only: bool) -> Cl
     every count comes from grouped queries, never a row per node in Python. The whole fleet is
     drawn as a cell per pod, a pod bigger than the threshold as a cell per rack, and a pod, a
     rack or the problems-only view small enough as its nodes' cells (only those nodes read).
-    Seven queries at most, whatever the number of nodes."""
+    Seven queries at most, whatever the number of nodes (one more, the nodes' pods and racks,
+    while a maintenance window runs)."""
     visible = visible_nodes(user=user)
     state_counts: Counter[str] = Counter()
     pod_names = sorted({name for name, _, _, _ in groups if name is not None}, key=natural_key)
@@ -448,6 +466,13 @@ def _fleet_grid(*, user, groups, pod: str, rack: str, problems_only: bool) -> Cl
             for place_pod, place_rack, count in tickets:
                 if wanted(place_pod):
                     cell_for(place_pod, place_rack).open_faults += count
+        in_maintenance = _maintenance_by_node(user=user)
+        if in_maintenance:  # one more grouped read, only while a window runs
+            held = (visible.filter(hostname__in=list(in_maintenance)).order_by()
+                    .values_list("pod__name", "rack__name").annotate(count=Count("id")))
+            for place_pod, place_rack, count in held:
+                if wanted(place_pod):
+                    cell_for(place_pod, place_rack).in_maintenance += count
         aggregates = sorted(
             cells.values(),
             key=lambda cell: (not cell.pod, natural_key(cell.pod), not cell.rack,

@@ -27,6 +27,8 @@ from fabric.drivers.base import (
 from fabric.hooks import LinkChange, notify_fabric_signals
 from fabric.impact import blast_radius
 from fabric.maintenance_windows import (
+    WINDOW_END_ACTION,
+    WINDOW_NODES_ACTION,
     WINDOW_RESERVATION_ACTION,
     WINDOW_RESERVATION_FLAGS,
     reservation_account,
@@ -156,34 +158,13 @@ def leaf_maintenance(action: Action) -> dict:
     if maintenance is None:
         raise PermanentActionError(f"the maintenance of {switch.hostname} this Action starts "
                                    "is gone; no port was shut")
-    drain = Action.objects.filter(pk=parameters["drain_action_id"]).first()
-    if drain is None or drain.status in (ActionStatus.FAILED, ActionStatus.CANCELLED):
-        why = f"it {drain.status}: {drain.last_error}" if drain else "it was deleted"
-        _give_up(maintenance)
-        raise PermanentActionError(
-            f"drain Action #{parameters['drain_action_id']} did not succeed ({why}); "
-            f"no port of {switch.hostname} was shut"
-        )
-    check_every = settings.MAINTENANCE_CHECK_SECONDS
-    if drain.status != ActionStatus.SUCCEEDED:
-        raise ActionWaiting({"phase": "draining", "drain_action_id": drain.pk,
-                             "progress": f"waiting for drain Action #{drain.pk} ({drain.status})"},
-                            check_again_in=check_every)
     forced = bool(parameters.get("shut_under_running_jobs"))
-    progress = _drain_progress(maintenance.nodes)
-    if not progress.empty and not forced:
-        deadline = datetime.fromisoformat(parameters["deadline"])
-        if timezone.now() >= deadline:
-            _give_up(maintenance)
-            raise PermanentActionError(
-                f"the nodes were not empty by the deadline ({parameters['deadline']}): "
-                f"{progress.describe()}; no port of {switch.hostname} was shut. End the "
-                "maintenance to resume its nodes, or ask again to shut under running jobs."
-            )
-        raise ActionWaiting({"phase": "waiting_for_jobs", "drain_action_id": drain.pk,
-                             "progress": progress.describe(), "deadline": parameters["deadline"],
-                             **progress.as_dict()},
-                            check_again_in=check_every)
+    drain, progress = _wait_until_empty(
+        parameters, maintenance.nodes, forced=forced,
+        nothing_done=f"no port of {switch.hostname} was shut",
+        advice=" End the maintenance to resume its nodes, or ask again to shut under running "
+               "jobs.",
+        give_up=lambda: _give_up(maintenance))
     shut = _ports_to_shut(maintenance, switch)
     states = _set_ports_and_read_back(switch, shut, up=False, action=action) if shut else {}
     Maintenance.objects.filter(pk=maintenance.pk, status=Maintenance.Status.STARTING).update(
@@ -193,8 +174,7 @@ def leaf_maintenance(action: Action) -> dict:
         "phase": "ports_shut",
         "maintenance_id": maintenance.pk,
         "drain_action_id": drain.pk,
-        "progress": f"shut {len(shut)} ports; {len(maintenance.ports) - len(shut)} were down "
-                    "already and are left as they were",
+        "progress": _shut_progress(len(shut), len(maintenance.ports) - len(shut)),
         "ports": states,
         "ports_already_down": sorted(set(maintenance.ports) - set(shut)),
         **{key: radius[key] for key in ("nodes", "rails", "nodes_hostlist")},
@@ -203,6 +183,57 @@ def leaf_maintenance(action: Action) -> dict:
         result["shut_under_running_jobs"] = [job.as_dict() for job in progress.jobs]
         result["force_reason"] = parameters.get("force_reason", "")
     return result
+
+
+def _shut_progress(shut: int, already_down: int) -> str:
+    """"shut 1 port; 1 was down already and is left as it was" (the story's screenshot said
+    "shut 1 ports; 1 were down already")."""
+    text = f"shut {shut} port{'s' if shut != 1 else ''}"
+    if already_down == 1:
+        return f"{text}; 1 was down already and is left as it was"
+    if already_down:
+        return f"{text}; {already_down} were down already and are left as they were"
+    return text
+
+
+def _wait_until_empty(parameters: dict, nodes: list[str], *, nothing_done: str, advice: str,
+                      give_up, forced: bool = False) -> tuple[Action | None, DrainProgress]:
+    """Wait (re-queued every MAINTENANCE_CHECK_SECONDS, no worker held) until the drain Action
+    `parameters["drain_action_id"]` succeeded and Slurm reports `nodes` drained with no job
+    left; past `parameters["deadline"]` fail naming the jobs. `forced` stops waiting for the
+    jobs once the drain went through. No drain Action (every node was drained already): only
+    the jobs are waited for."""
+    check_every = settings.MAINTENANCE_CHECK_SECONDS
+    drain = None
+    if parameters.get("drain_action_id") is not None:
+        drain = Action.objects.filter(pk=parameters["drain_action_id"]).first()
+        if drain is None or drain.status in (ActionStatus.FAILED, ActionStatus.CANCELLED):
+            why = f"it {drain.status}: {drain.last_error}" if drain else "it was deleted"
+            give_up()
+            raise PermanentActionError(
+                f"drain Action #{parameters['drain_action_id']} did not succeed ({why}); "
+                f"{nothing_done}"
+            )
+        if drain.status != ActionStatus.SUCCEEDED:
+            raise ActionWaiting({"phase": "draining", "drain_action_id": drain.pk,
+                                 "progress": f"waiting for drain Action #{drain.pk} "
+                                             f"({drain.status})"},
+                                check_again_in=check_every)
+    progress = _drain_progress(nodes)
+    if not progress.empty and not forced:
+        deadline = datetime.fromisoformat(parameters["deadline"])
+        if timezone.now() >= deadline:
+            give_up()
+            raise PermanentActionError(
+                f"the nodes were not empty by the deadline ({parameters['deadline']}): "
+                f"{progress.describe()}; {nothing_done}.{advice}"
+            )
+        raise ActionWaiting({"phase": "waiting_for_jobs",
+                             "drain_action_id": drain.pk if drain else None,
+                             "progress": progress.describe(), "deadline": parameters["deadline"],
+                             **progress.as_dict()},
+                            check_again_in=check_every)
+    return drain, progress
 
 
 def _drain_progress(nodes: list[str]) -> DrainProgress:
@@ -256,6 +287,54 @@ def end_maintenance(action: Action) -> dict:
     Maintenance.objects.filter(pk=parameters["maintenance_id"]).update(
         status=Maintenance.Status.ENDED, ended_at=timezone.now())
     return {"switch": switch.hostname, "ports": states, "resumed": nodes,
+            "kept_drained": parameters.get("kept_drained", {})}
+
+
+@register_action_handler(WINDOW_NODES_ACTION,
+                         description="Wait until the nodes a maintenance window names on their "
+                                     "own (not behind its switches) are drained and empty.",
+                         max_attempts=10)
+def window_nodes_drained(action: Action) -> dict:
+    parameters = action.parameters
+    nodes = list(parameters["nodes"])
+    drain, progress = _wait_until_empty(
+        parameters, nodes, nothing_done="they stay drained",
+        advice=" End the window to resume the nodes it drained.", give_up=lambda: None)
+    return {"phase": "drained", "window_id": parameters["window_id"],
+            "drain_action_id": drain.pk if drain else None, "nodes": nodes,
+            "progress": progress.describe()}
+
+
+@register_action_handler(WINDOW_END_ACTION,
+                         description="End a maintenance window: start exactly the ports its "
+                                     "maintenances shut on each switch, then resume exactly the "
+                                     "nodes it drained.",
+                         max_attempts=10)
+def end_window(action: Action) -> dict:
+    """Safe to run again after a lost worker or a transient error: starting a port that is up
+    and resuming a node that is idle change nothing."""
+    parameters = action.parameters
+    started = {}
+    for entry in parameters["switches"]:
+        switch = _switch(entry["switch_id"], entry["switch"])
+        ports = list(entry["ports"])
+        started[switch.hostname] = (_set_ports_and_read_back(switch, ports, up=True,
+                                                             action=action) if ports else {})
+    nodes = list(parameters["nodes"])
+    if nodes:
+        try:
+            get_slurm_driver().resume(nodes)
+        except SlurmUnavailable as error:
+            raise TransientActionError(f"Slurm controller unreachable: {error}") from error
+        except SlurmError as error:
+            raise PermanentActionError(
+                f"Slurm refused the resume: {error} (ports started on "
+                + (", ".join(f"{name}: {len(ports)}" for name, ports in started.items())
+                   or "no switch") + ")") from error
+    Maintenance.objects.filter(
+        pk__in=[entry["maintenance_id"] for entry in parameters["switches"]]).update(
+        status=Maintenance.Status.ENDED, ended_at=timezone.now())
+    return {"window_id": parameters["window_id"], "ports": started, "resumed": nodes,
             "kept_drained": parameters.get("kept_drained", {})}
 
 

@@ -2,15 +2,15 @@
 
 Writes only; each side effect on Slurm is a durable Action (`fabric.window_reservation`, which
 reconciles the window's MAINT reservation with the row) and each switch's drain and shut is the
-existing leaf maintenance (`fabric.services.request_leaf_maintenance`), so a window's end undoes
-exactly what its maintenances did.
+existing leaf maintenance (`fabric.services.request_leaf_maintenance`); the window's end is one
+Action (`fabric.window_end`) that undoes exactly what its maintenances did.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -18,18 +18,22 @@ from django.utils import timezone
 
 from fabric.impact import blast_radius
 from fabric.models import Maintenance, MaintenanceWindow
-from fabric.services import (
-    MAINTENANCE_ROLES,
-    request_leaf_maintenance,
-    request_maintenance_end,
-)
-from inventory.hostlist import expand_hostlist
+from fabric.services import DRAINED_SLURM_STATES, MAINTENANCE_ROLES, request_leaf_maintenance
+from inventory.hostlist import compress_hostlist, expand_hostlist
 from inventory.models import Node, Switch
+from jobs.hooks import resume_blockers
+from jobs.services import request_drain
 from portal.errors import Conflict, InvalidInput
-from portal.models import Action
+from portal.models import Action, ActionStatus
+from portal.models.actions import TERMINAL_STATUSES
 from portal.services.actions import enqueue_action
 
 WINDOW_RESERVATION_ACTION = "fabric.window_reservation"
+WINDOW_END_ACTION = "fabric.window_end"
+WINDOW_NODES_ACTION = "fabric.window_nodes"
+# A maintenance whose start Action gave up shut nothing and holds its drained nodes: the
+# window's end resumes them.
+GAVE_UP = (ActionStatus.FAILED, ActionStatus.CANCELLED)
 # MAINT: Slurm accounts the time as maintenance and refuses jobs across it; IGNORE_JOBS: jobs
 # already running (which end before the window, or are what the start waits for) do not stop
 # the reservation from being created.
@@ -79,53 +83,135 @@ def start_maintenance_window(
     window: MaintenanceWindow, *, requested_by=None, via: str = "api",
 ) -> MaintenanceWindow:
     """Start a scheduled window now (an operator, or its time has come): one leaf maintenance per
-    switch, each draining, waiting for the nodes' jobs to end, then shutting. Started early, its
-    reservation is moved to begin now."""
+    switch, each draining, waiting for the nodes' jobs to end, then shutting; the nodes named on
+    their own are drained and waited for too (`nodes_action`). Started early, its reservation
+    is moved to begin now."""
     with transaction.atomic():
         window = MaintenanceWindow.objects.select_for_update().get(pk=window.pk)
         if window.status != MaintenanceWindow.Status.SCHEDULED:
             raise Conflict(f"Maintenance window #{window.pk} is {window.status}; only a "
                            "scheduled window starts.", window_id=window.pk)
+        behind_switches: set[str] = set()
         for switch in window.switches.order_by("hostname"):
             action, _ = request_leaf_maintenance(
                 switch=switch, reason=f"maintenance window #{window.pk}: {window.reason}",
                 requested_by=requested_by, via=via,
             )
             Maintenance.objects.filter(start_action=action).update(window=window)
+            behind_switches.update(action.parameters["nodes"])
+        _drain_own_nodes(window, sorted(set(window.nodes) - behind_switches),
+                         requested_by=requested_by, via=via)
         window.status = MaintenanceWindow.Status.RUNNING
         window.started_at = timezone.now()
-        window.save(update_fields=["status", "started_at"])
+        window.save(update_fields=["status", "started_at", "nodes_action",
+                                   "nodes_drained_before"])
         if window.planned_start > window.started_at:
             _sync_reservation(window, "the window started early: hold its nodes from now",
                               requested_by=requested_by, via=via)
     return window
 
 
+def _drain_own_nodes(window: MaintenanceWindow, names: list[str], *, requested_by,
+                     via: str) -> None:
+    """Drain the nodes the window names on their own (those not behind its switches, whose
+    maintenances drain them) and queue the Action that waits until they are empty, as a
+    switch's maintenance does. Nodes drained already (by someone else) are not drained again,
+    so their Slurm reason stays theirs, and the window's end leaves them drained."""
+    if not names:
+        return
+    nodes = list(Node.objects.filter(hostname__in=names).order_by("hostname"))
+    before = [node.hostname for node in nodes if node.slurm_state in DRAINED_SLURM_STATES]
+    to_drain = [node for node in nodes if node.hostname not in before]
+    reason = f"maintenance window #{window.pk}: {window.reason}"
+    drain = None
+    if to_drain:
+        drain, _ = request_drain(nodes=to_drain, reason=reason, requested_by=requested_by,
+                                 via=via)
+    deadline = timezone.now() + timedelta(seconds=settings.MAINTENANCE_DRAIN_DEADLINE_SECONDS)
+    window.nodes_action, _ = enqueue_action(
+        kind=WINDOW_NODES_ACTION,
+        target=f"{compress_hostlist(names)} (maintenance window #{window.pk})",
+        reason=reason, requested_by=requested_by, via=via,
+        parameters={"window_id": window.pk, "nodes": names,
+                    "drain_action_id": drain.pk if drain else None,
+                    "deadline": deadline.isoformat()},
+    )
+    window.nodes_drained_before = before
+
+
 def end_maintenance_window(
     window: MaintenanceWindow, *, requested_by=None, via: str = "api",
-) -> list[Action]:
-    """End a running window: each of its switches' maintenances ends as one Action that starts
-    exactly the ports it shut and resumes exactly the nodes it drained; the reservation goes.
-    409 while a maintenance is still waiting for jobs (nothing is changed then)."""
+) -> Action | None:
+    """End a running window as one Action (`fabric.window_end`) over all its switches and nodes:
+    it starts exactly the ports its maintenances shut and resumes exactly the nodes it drained,
+    nothing else (ports down before stay down; nodes drained before it, or held by an open
+    fault ticket, stay drained and are named); the reservation goes. 409 while a maintenance is
+    still waiting for jobs, its switches' or its own nodes' (nothing is changed then). None
+    when it had nothing to undo."""
     with transaction.atomic():
         window = MaintenanceWindow.objects.select_for_update().get(pk=window.pk)
         if window.status != MaintenanceWindow.Status.RUNNING:
             raise Conflict(f"Maintenance window #{window.pk} is {window.status}; only a "
                            "running window ends (cancel a scheduled one).", window_id=window.pk)
-        ends = []
-        for maintenance in window.maintenances.filter(end_action__isnull=True).exclude(
-                status=Maintenance.Status.ENDED).select_related("switch"):
-            action, _ = request_maintenance_end(
-                maintenance=maintenance, reason=f"end of maintenance window #{window.pk}",
-                requested_by=requested_by, via=via,
-            )
-            ends.append(action)
+        maintenances = list(
+            window.maintenances.select_for_update().filter(end_action__isnull=True)
+            .exclude(status=Maintenance.Status.ENDED).select_related("switch", "start_action")
+            .order_by("switch__hostname"))
+        still_starting = [m.start_action for m in maintenances
+                          if m.status == Maintenance.Status.STARTING
+                          and m.start_action.status not in GAVE_UP]
+        nodes_action = window.nodes_action
+        if nodes_action is not None and nodes_action.status not in TERMINAL_STATUSES:
+            still_starting.append(nodes_action)
+        if still_starting:
+            raise Conflict(
+                f"Maintenance window #{window.pk} is still starting ("
+                + ", ".join(f"Action #{a.pk} {a.status}" for a in still_starting)
+                + "); cancel those Actions first.", window_id=window.pk)
+        end = _request_window_end(window, maintenances, requested_by=requested_by, via=via)
         window.status = MaintenanceWindow.Status.ENDED
         window.ended_at = timezone.now()
-        window.save(update_fields=["status", "ended_at"])
+        window.end_action = end
+        window.save(update_fields=["status", "ended_at", "end_action"])
         _sync_reservation(window, "the window ended: release its nodes",
                           requested_by=requested_by, via=via)
-    return ends
+    return end
+
+
+def _request_window_end(window: MaintenanceWindow, maintenances: list[Maintenance], *,
+                        requested_by, via: str) -> Action | None:
+    """The window's one end Action: per switch the ports its maintenance shut (read from the
+    switch just before shutting), and the nodes the window drained less those drained before
+    it or kept out by an open fault ticket."""
+    drained = {name for m in maintenances for name in m.nodes}
+    drained_before = {name for m in maintenances for name in m.nodes_drained_before}
+    if window.nodes_action is not None:
+        drained.update(window.nodes_action.parameters["nodes"])
+        drained_before.update(window.nodes_drained_before)
+    nodes = list(Node.objects.filter(hostname__in=drained - drained_before).order_by("hostname"))
+    if not maintenances and not nodes:
+        return None
+    blockers = resume_blockers(nodes)
+    action, _ = enqueue_action(
+        kind=WINDOW_END_ACTION,
+        target=f"maintenance window #{window.pk} (end)",
+        reason=f"end of maintenance window #{window.pk}: {window.reason}",
+        requested_by=requested_by, via=via,
+        parameters={
+            "window_id": window.pk,
+            "switches": [{"maintenance_id": m.pk, "switch_id": m.switch_id,
+                          "switch": m.switch.hostname, "ports": list(m.shut_ports or [])}
+                         for m in maintenances],
+            "nodes": [node.hostname for node in nodes if node.hostname not in blockers],
+            "kept_drained": {
+                **{name: "drained before the maintenance" for name in sorted(drained_before)},
+                **dict(sorted(blockers.items())),
+            },
+        },
+    )
+    Maintenance.objects.filter(pk__in=[m.pk for m in maintenances]).update(
+        end_action=action, status=Maintenance.Status.ENDING)
+    return action
 
 
 def cancel_maintenance_window(

@@ -221,8 +221,10 @@ class Maintenance(models.Model):
                               db_index=True)
     start_action = models.OneToOneField("portal.Action", on_delete=models.PROTECT,
                                         related_name="maintenance_started")
-    end_action = models.OneToOneField("portal.Action", null=True, blank=True,
-                                      on_delete=models.PROTECT, related_name="maintenance_ended")
+    # A foreign key, not one-to-one: a maintenance window's one end Action ends all of its
+    # switches' maintenances.
+    end_action = models.ForeignKey("portal.Action", null=True, blank=True,
+                                   on_delete=models.PROTECT, related_name="maintenances_ended")
     nodes = models.JSONField(default=list, help_text="Nodes behind the ports, drained by it")
     nodes_drained_before = models.JSONField(
         default=list, help_text="Of those, the ones already drained when it was requested "
@@ -268,14 +270,16 @@ class MaintenanceWindow(models.Model):
     gets a `Maintenance` (drain, wait for the jobs, shut); its end ends those, which start
     exactly the ports they shut and resume exactly the nodes they drained.
 
-    Nodes named on their own (not behind a switch of the window) are held by the reservation
-    alone: created before any job could be scheduled across the window, it keeps them empty.
+    Nodes named on their own (not behind a switch of the window) are drained at its start too,
+    and its start waits for their jobs the way a switch's maintenance does (`nodes_action`);
+    the window remembers which of them were drained before, which its end leaves drained.
+    Its end is one Action (`end_action`) over all of it.
     """
 
     class Status(models.TextChoices):
         SCHEDULED = "scheduled"  # planned; the reservation holds its nodes from planned_start
         RUNNING = "running"  # started: its switches' maintenances drain, shut, stay shut
-        ENDED = "ended"  # the end Actions are queued; the reservation is being deleted
+        ENDED = "ended"  # the end Action is queued; the reservation is being deleted
         CANCELLED = "cancelled"  # never started; the reservation is being deleted
 
     OPEN_STATUSES = (Status.SCHEDULED, Status.RUNNING)
@@ -295,6 +299,17 @@ class MaintenanceWindow(models.Model):
     reservation_action = models.ForeignKey(
         "portal.Action", null=True, blank=True, on_delete=models.PROTECT, related_name="+",
         help_text="The last Action that made Slurm's reservation match this window")
+    nodes_action = models.ForeignKey(
+        "portal.Action", null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        help_text="The Action that waits until the nodes named on their own are drained and "
+                  "empty (none when every node is behind a switch of the window)")
+    nodes_drained_before = models.JSONField(
+        default=list, help_text="Of the nodes named on their own, those already drained at its "
+                                "start (as last synced from Slurm): its end leaves them drained")
+    end_action = models.ForeignKey(
+        "portal.Action", null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        help_text="The one Action that starts exactly the ports it shut and resumes exactly the "
+                  "nodes it drained")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)

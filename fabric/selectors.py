@@ -452,6 +452,23 @@ def nodes_in_running_windows(hostnames) -> set[str]:
     return covered
 
 
+def running_window_by_node() -> dict[str, int]:
+    """Every node a running maintenance window holds, with the window's id: one query, for the
+    dashboard grid's maintenance marks (a running window holds tens of nodes, not the fleet)."""
+    by_node: dict[str, int] = {}
+    for window_id, reserved in MaintenanceWindow.objects.filter(
+            status=MaintenanceWindow.Status.RUNNING).order_by("-pk").values_list(
+            "pk", "reserved_nodes"):
+        by_node.update(dict.fromkeys(reserved, window_id))
+    return by_node
+
+
+def running_window_of_switch(switch) -> MaintenanceWindow | None:
+    """The running maintenance window that covers `switch`, if any (the switch pages' badge)."""
+    return MaintenanceWindow.objects.filter(status=MaintenanceWindow.Status.RUNNING,
+                                            switches=switch).order_by("pk").first()
+
+
 def running_window_of_node(hostname: str) -> MaintenanceWindow | None:
     """The running maintenance window whose reservation holds `hostname`, if any."""
     # Read in Python: JSON containment is not a lookup SQLite (the embedded default) has.

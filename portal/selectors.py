@@ -26,6 +26,13 @@ def action_list(*, user) -> QuerySet[Action]:
     return Action.objects.select_related("requested_by")
 
 
+def action_attempt_rows(action: Action) -> list[dict]:
+    """The attempts table of an Action's page, as its live event carries it: one query, at most
+    max_attempts rows (a long wait reuses one row)."""
+    return list(action.attempt_log.order_by("number").values(
+        "number", "worker", "started_at", "finished_at", "outcome", "error"))
+
+
 def action_counts_by_status() -> dict[str, int]:
     rows = Action.objects.values_list("status").annotate(count=Count("id")).order_by()
     return dict(rows)

@@ -33,7 +33,8 @@ class MaintenanceWindowSerializer(serializers.ModelSerializer):
     class Meta:
         model = MaintenanceWindow
         fields = ["id", "status", "reason", "owner", "planned_start", "planned_end", "switches",
-                  "nodes", "reserved_nodes", "reservation", "reservation_action", "created_at",
+                  "nodes", "reserved_nodes", "reservation", "reservation_action",
+                  "nodes_action", "nodes_drained_before", "end_action", "created_at",
                   "started_at", "ended_at", "maintenances"]
         read_only_fields = fields
 
@@ -52,7 +53,8 @@ class MaintenanceWindowRequestSerializer(StrictSerializer):
         max_length=64, help_text="Leaf or storage switch hostnames: drained and shut")
     nodes = serializers.CharField(
         required=False, allow_blank=True, default="", max_length=4000,
-        help_text="A hostlist of further nodes, e.g. gpu[001-004]: held by the reservation")
+        help_text="A hostlist of further nodes, e.g. gpu[001-004]: reserved, drained at "
+                  "the start (waiting for their jobs) and resumed at the end")
     reason = serializers.CharField(max_length=1000, help_text="Why; shown on the calendar")
 
 
@@ -104,8 +106,8 @@ class MaintenanceWindowViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
         window = windows.start_maintenance_window(self.get_object(), requested_by=request.user)
         return self._answer(window)
 
-    @extend_schema(summary="End a running window: start exactly the ports it shut, resume "
-                           "exactly the nodes it drained",
+    @extend_schema(summary="End a running window as one Action (end_action): start exactly the "
+                           "ports it shut, resume exactly the nodes it drained",
                    request=None, responses={200: MaintenanceWindowSerializer, **CHANGED})
     @action(detail=True, methods=["post"])
     def end(self, request, pk=None):

@@ -5,7 +5,7 @@ from django import template
 from fabric.port_state import PORT_CONDITIONS, heat_cell_condition
 from fabric.port_state import port_condition as _port_condition
 from fabric.rail_health import rail_throughput_for_nodes
-from fabric.selectors import running_window_of_node
+from fabric.selectors import running_window_of_node, running_window_of_switch
 from portal.roles import may
 
 register = template.Library()
@@ -134,3 +134,9 @@ def port_condition_label(condition: str) -> str:
 def running_maintenance_window(node):
     """The running maintenance window that covers `node`, if any (the node page's badge)."""
     return running_window_of_node(node.hostname)
+
+
+@register.simple_tag
+def running_switch_maintenance_window(switch):
+    """The running maintenance window that covers `switch`, if any (the switch pages' badge)."""
+    return running_window_of_switch(switch)

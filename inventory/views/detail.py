@@ -18,7 +18,7 @@ from inventory.forms import SpareStockForm
 from inventory.hostlist import compress_hostlist
 from inventory.models import NIC
 from inventory.spares import spare_stock_set
-from inventory.ui_panels import node_panels, switch_panels
+from inventory.ui_panels import node_badges, node_panels, switch_badges, switch_panels
 from inventory.views.base import InventoryPageMixin, is_htmx
 from portal import pagination
 from portal.errors import InvalidInput
@@ -47,6 +47,7 @@ class NodeDetailView(InventoryPageMixin, TemplateView):
             rail_picture_height=2 * RAIL_TOP + (len(rail_map) - 1) * RAIL_ROW,
             rail_nic_count=sum(1 for nic in nics if nic.role == NIC.Role.RAIL),
             node_panels=node_panels(),
+            node_badges=node_badges(),
             swaps=selectors.swap_list(user=self.request.user,
                                       filters={"node": node.hostname})[:50],
             # Read live, with BMC_PAGE_TIMEOUT: an unknown state is said, never guessed.
@@ -183,5 +184,6 @@ class SwitchDetailView(InventoryPageMixin, TemplateView):
                 )
             ],
             switch_panels=switch_panels(),
+            switch_badges=switch_badges(),
         )
         return context

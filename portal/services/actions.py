@@ -32,6 +32,7 @@ from portal.actions.registry import (
 from portal.errors import Conflict, InvalidInput
 from portal.models import Action, ActionAttempt, ActionStatus
 from portal.realtime import publish
+from portal.selectors import action_attempt_rows
 from portal.services.audit import record_change
 
 logger = logging.getLogger(__name__)
@@ -283,7 +284,11 @@ def action_summary(action: Action) -> dict:
 def publish_action(action: Action) -> None:
     summary = action_summary(action)
     publish("actions", "action.updated", summary)
-    publish(f"action.{action.pk}", "action.updated", summary)
+    # The Action's own page also shows when it started and each attempt: its group hears those
+    # too, so an open page follows a claim, a retry or a long wait without a reload.
+    publish(f"action.{action.pk}", "action.updated",
+            {**summary, "started_at": action.started_at,
+             "attempt_log": action_attempt_rows(action)})
 
 
 # --- internals ---------------------------------------------------------------------------------

@@ -20,11 +20,12 @@
   const flash = (node) => { node.classList.remove("live-updated"); void node.offsetWidth; node.classList.add("live-updated"); };
 
   // Same text as console/dashboard.py GridCell.label.
-  function cellLabel(hostname, slurm, reason, openFaults, jobs) {
+  function cellLabel(hostname, slurm, reason, openFaults, jobs, maintenanceWindow) {
     const parts = [`${hostname}: ${slurm}`];
     if (reason) parts.push(`reason: ${reason}`);
     if (openFaults > 0) parts.push(`${openFaults} open fault ticket${openFaults > 1 ? "s" : ""}`);
     if (jobs) parts.push(`running job ${jobs}`);
+    if (maintenanceWindow) parts.push(`maintenance window #${maintenanceWindow}`);
     return parts.join(" · ");
   }
 
@@ -98,7 +99,7 @@
       return;
     }
     const label = cellLabel(payload.hostname, slurm, payload.reason || "",
-      Number(cell.dataset.openFaults || 0), cell.dataset.jobs || "");
+      Number(cell.dataset.openFaults || 0), cell.dataset.jobs || "", cell.dataset.maintenance || "");
     cell.dataset.state = next;
     cell.title = label;
     cell.setAttribute("aria-label", label);

@@ -209,6 +209,18 @@
     el("td", {}, [el("time", { datetime: String(a.created_at || "") }, [formatTime(a.created_at)])]),
   ]);
 
+  // "HH:MM:SS UTC", as the attempts table renders a time (date "H:i:s T").
+  const formatClock = (iso) => (iso && !isNaN(new Date(iso)) ? `${new Date(iso).toISOString().slice(11, 19)} UTC` : "—");
+  // Same cells as the attempts table of templates/portal/action_detail.html.
+  const attemptRow = (t) => el("tr", {}, [
+    el("td", { class: "num" }, [String(t.number ?? "")]),
+    el("td", {}, [String(t.worker || "")]),
+    el("td", {}, [formatClock(t.started_at)]),
+    el("td", {}, [formatClock(t.finished_at)]),
+    el("td", {}, [statusBadge(t.outcome)]),
+    el("td", { class: "truncate" }, [String(t.error || "")]),
+  ]);
+
   // A new Action goes on top only on a first page that is unfiltered or filtered to its status.
   function rowFitsThisPage(a) {
     const params = new URLSearchParams(location.search);
@@ -270,11 +282,20 @@
       n.textContent = `${a.attempts ?? ""}${of ? of[1].trimEnd() : ""}`;
     });
     field("finished_at").forEach((n) => { n.textContent = formatTime(a.finished_at); });
+    // Only the Action's own group ("action.<id>") carries these; the "actions" event does not.
+    if ("started_at" in a) field("started_at").forEach((n) => { n.textContent = formatTime(a.started_at); });
+    if (Array.isArray(a.attempt_log)) field("attempt_log").forEach((tbody) => {
+      tbody.replaceChildren(...(a.attempt_log.length ? a.attempt_log.map(attemptRow)
+        : [el("tr", { class: "empty-row" }, [el("td", { colspan: "6" }, ["Not started yet."])])]));
+      flash(tbody);
+    });
     field("result").forEach((n) => { n.textContent = JSON.stringify(a.result ?? null, null, 2); });
     const said = a.result && typeof a.result.progress === "string" ? a.result.progress : "";
     field("progress").forEach((n) => { n.textContent = said; });
     field("progress-row").forEach((n) => { n.hidden = !said; });
     field("last_error").forEach((n) => { n.textContent = String(a.last_error || ""); });
+    // A finished Action can no longer be cancelled (the server would refuse): drop the form.
+    if (TERMINAL.has(a.status)) field("cancel-form").forEach((n) => { n.hidden = true; });
   }
 
   function toast(a) {

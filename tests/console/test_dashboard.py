@@ -111,7 +111,8 @@ def test_grid_query_count_does_not_grow_with_nodes_jobs_or_tickets(make_user, te
         make_ticket(node, category="nic_transceiver")
     with CaptureQueriesContext(connection) as large:
         grid = cluster_grid(user=user)
-    assert len(small) == len(large) <= 7
+    # 8: the running maintenance windows are one read more (issue 26, for a fabric reader).
+    assert len(small) == len(large) <= 8
     assert len(all_cells(grid)) == 22 and grid.gpus_in_use == 21 * 8
 
 

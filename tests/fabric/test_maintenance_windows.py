@@ -11,18 +11,24 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
+from rest_framework.test import APIClient
 
+from console.dashboard import cluster_grid
 from fabric.drivers.base import get_fabric_driver
 from fabric.maintenance_windows import (
     WINDOW_RESERVATION_ACTION,
     create_maintenance_window,
+    end_maintenance_window,
     run_due_windows,
+    start_maintenance_window,
 )
 from fabric.models import Maintenance, MaintenanceWindow
 from fabric.services import host_facing_ports
 from fabric.targets import switch_target
 from faults.models import FaultTicket
-from inventory.models import Switch
+from inventory.models import Node, Switch
+from jobs.drivers.base import SlurmNodeState
+from portal.errors import Conflict
 from portal.models import Action, ActionStatus, Role
 from portal.services.actions import run_action
 from tests.fabric.test_maintenance import LEAF, NODES, FakeSlurm, admin_states
@@ -122,7 +128,7 @@ def test_at_its_time_it_starts_and_at_its_end_undoes_exactly_what_it_did_and_fil
     assert ran.ended == [window.pk]
     maintenance.refresh_from_db()
     end = maintenance.end_action
-    assert end.parameters["ports"] == ports[1:]
+    assert end.parameters["switches"][0]["ports"] == ports[1:]
     assert run_action(action_id=end.pk) == "succeeded"
     assert admin_states(leaf, [ports[0]]) == {"down"}
     assert admin_states(leaf, ports[1:]) == {"up"}
@@ -160,3 +166,141 @@ def test_the_calendar_plans_and_lists_windows_and_the_node_page_badges_a_running
     assert window.status == "running"
     node_page = client.get("/inventory/nodes/gpu001/").content.decode()
     assert "node-maintenance-badge" in node_page and f"window #{window.pk}" in node_page
+
+
+def test_a_window_over_two_switches_ends_as_one_action_undoing_exactly_what_it_did(
+    leaf, slurm, make_user
+):
+    """Issue 26 item 2: "ending it starts exactly the ports it shut and resumes exactly the
+    nodes it drained, nothing else, as one Action" (on main: one end Action per switch)."""
+    operator = make_user(Role.OPERATOR)
+    other = Switch.objects.get(hostname="leaf-p1-r4")
+    down_before = {leaf: host_facing_ports(leaf)[0], other: host_facing_ports(other)[-1]}
+    for switch, port in down_before.items():
+        get_fabric_driver(switch_target(switch)).set_port_admin([port], False)
+    Node.objects.filter(hostname="gpu003").update(slurm_state="drained")  # by someone else
+    start = timezone.now() + timedelta(hours=1)
+    window = create_maintenance_window(
+        planned_start=start, planned_end=start + timedelta(hours=2), reason="optics",
+        switch_names=[LEAF, other.hostname], owner=operator)
+    start_maintenance_window(window, requested_by=operator)
+    for maintenance in Maintenance.objects.filter(window=window):
+        Action.objects.filter(pk=maintenance.start_action.parameters["drain_action_id"]).update(
+            status=ActionStatus.SUCCEEDED)
+        assert run_action(action_id=maintenance.start_action_id) == "succeeded"
+    assert admin_states(leaf) == admin_states(other) == {"down"}
+    before = Action.objects.count()
+
+    end = end_maintenance_window(window, requested_by=operator)
+    assert Action.objects.count() == before + 2  # the end and the reservation's release
+    assert not Action.objects.filter(kind="fabric.maintenance_end").exists()
+    window.refresh_from_db()
+    assert window.end_action == end and window.status == "ended"
+    assert {m.end_action_id for m in window.maintenances.all()} == {end.pk}
+    assert {entry["switch"]: entry["ports"] for entry in end.parameters["switches"]} == {
+        switch.hostname: [p for p in host_facing_ports(switch) if p != down_before[switch]]
+        for switch in (leaf, other)}
+    assert end.parameters["kept_drained"] == {"gpu003": "drained before the maintenance"}
+
+    assert run_action(action_id=end.pk) == "succeeded"
+    for switch, port in down_before.items():
+        assert admin_states(switch, [port]) == {"down"}  # down before, stays down
+        assert admin_states(switch, [p for p in host_facing_ports(switch)
+                                     if p != port]) == {"up"}
+    assert slurm.resumed == ["gpu001", "gpu002", "gpu004"]  # once each; gpu003 stays drained
+    assert set(window.maintenances.values_list("status", flat=True)) == {"ended"}
+
+    api = APIClient()
+    api.force_authenticate(operator)
+    answer = api.get(f"{URL}{window.pk}/").json()
+    assert answer["end_action"] == end.pk
+    assert {m["end_action"] for m in answer["maintenances"]} == {end.pk}
+
+
+def test_nodes_named_on_their_own_are_drained_waited_for_and_exactly_those_resumed(
+    small_fleet, slurm, make_user
+):
+    """Issue 26 item 2's scope "switches, nodes, hostlist": on main a node named on its own was
+    held by the reservation only, never drained at the start nor resumed at the end."""
+    operator = make_user(Role.OPERATOR)
+    Node.objects.filter(hostname="gpu003").update(slurm_state="drained")  # by someone else
+    slurm.run_job("1098", "gpu002")
+    start = timezone.now() + timedelta(hours=1)
+    window = create_maintenance_window(
+        planned_start=start, planned_end=start + timedelta(hours=2), reason="BIOS update",
+        hostlist="gpu[001-003]", owner=operator)
+    start_maintenance_window(window, requested_by=operator)
+    window.refresh_from_db()
+    assert window.nodes_drained_before == ["gpu003"]
+    waiting = window.nodes_action
+    assert waiting.parameters["nodes"] == ["gpu001", "gpu002", "gpu003"]
+    drain = Action.objects.get(pk=waiting.parameters["drain_action_id"])
+    assert (drain.kind, drain.parameters["nodes"]) == ("slurm.drain", ["gpu001", "gpu002"])
+
+    assert run_action(action_id=waiting.pk).startswith("waiting")
+    Action.objects.filter(pk=drain.pk).update(status=ActionStatus.SUCCEEDED)
+    Action.objects.filter(pk=waiting.pk).update(not_before=timezone.now())
+    assert run_action(action_id=waiting.pk).startswith("waiting")
+    waiting.refresh_from_db()
+    assert waiting.result["progress"] == "waiting for 1 job (1098) on 1 node (gpu002)"
+    with pytest.raises(Conflict):  # its nodes are still waited for: nothing changes
+        end_maintenance_window(window, requested_by=operator)
+    window.refresh_from_db()
+    assert window.status == "running" and window.end_action is None
+
+    slurm.running.clear()
+    slurm.states["gpu002"] = SlurmNodeState(name="gpu002", state="idle", flags=("DRAIN",))
+    Action.objects.filter(pk=waiting.pk).update(not_before=timezone.now())
+    assert run_action(action_id=waiting.pk) == "succeeded"
+    end = end_maintenance_window(window, requested_by=operator)
+    assert end.parameters["switches"] == []
+    assert end.parameters["nodes"] == ["gpu001", "gpu002"]
+    assert end.parameters["kept_drained"] == {"gpu003": "drained before the maintenance"}
+    assert run_action(action_id=end.pk) == "succeeded"
+    assert slurm.resumed == ["gpu001", "gpu002"]
+
+
+def test_while_a_window_runs_the_grid_the_switch_pages_and_the_node_page_header_badge_it(
+    leaf, client, make_user, settings
+):
+    """Issue 26 item 2: "badges on the switch, node and grid while it runs". On main only the
+    node page had one, below its panels; the grid and both switch pages had none."""
+    operator = make_user(Role.OPERATOR)
+    client.force_login(operator)
+    start = timezone.now() + timedelta(hours=1)
+    window = create_maintenance_window(planned_start=start, planned_end=start + timedelta(hours=2),
+                                       switch_names=[LEAF], reason="optics", owner=operator)
+    switch_pages = [f"/inventory/switches/{LEAF}/", f"/fabric/switches/{LEAF}/"]
+    assert "data-maintenance=" not in client.get("/").content.decode()
+    for url in switch_pages:
+        assert "switch-window-badge" not in client.get(url).content.decode()
+
+    start_maintenance_window(window, requested_by=operator)
+    cells = {cell.hostname: cell for pod in cluster_grid(user=operator).pods
+             for rack in pod.racks for cell in rack.cells}
+    held = {name for name, cell in cells.items() if cell.maintenance_window == window.pk}
+    assert held == set(window.reserved_nodes) and set(cells) - held  # only the leaf's nodes
+    assert f"maintenance window #{window.pk}" in cells["gpu001"].label
+    dashboard = client.get("/").content.decode()
+    assert 'id="node-cell-gpu001" data-state=' in dashboard
+    cell_html = dashboard.split('id="node-cell-gpu001"')[1].split(">")[0]
+    assert f'data-maintenance="{window.pk}"' in cell_html
+    assert f"maintenance window #{window.pk}" in cell_html
+
+    for url in switch_pages:
+        page = client.get(url).content.decode()
+        assert "switch-window-badge" in page and f"window #{window.pk}" in page, url
+        # In the page's header, before the first card, not somewhere below the ports.
+        assert page.index("switch-window-badge") < page.index('class="grid-cards"'), url
+    other = Switch.objects.get(hostname="leaf-p2-r3")
+    assert "switch-window-badge" not in client.get(
+        f"/inventory/switches/{other.hostname}/").content.decode()
+    node_page = client.get("/inventory/nodes/gpu001/").content.decode()
+    assert node_page.index("node-maintenance-badge") < node_page.index('class="grid-cards"')
+
+    settings.DASHBOARD_AGGREGATE_ABOVE_NODES = 1  # the fleet's grid: a cell per pod
+    grid = cluster_grid(user=operator)
+    by_pod = {cell.pod: cell for cell in grid.aggregates}
+    assert sorted(cell.in_maintenance for cell in by_pod.values()) == [0, len(held)]
+    assert any(f"{len(held)} in maintenance" in cell.label for cell in by_pod.values())
+    assert f'data-agg-maintenance="{len(held)}"' in client.get("/").content.decode()

@@ -28,10 +28,11 @@ class ActionInventory:
     nodes: list[Node]
 
 
-def build_action_inventory() -> ActionInventory:
+def build_action_inventory(node_names: tuple[str, str] = ("gpu001", "gpu002")) -> ActionInventory:
     """leaf01 (pod1, rail 0): cage Port1 broken out 2x400G to gpu001 and gpu002 (rail 0), an
     800G uplink Ethernet8 to spine01, Ethernet12 (recorded in the inventory but absent on the
-    emulated switch, whose Ethernet8 is a full 8-lane port) and an empty Ethernet16."""
+    emulated switch, whose Ethernet8 is a full 8-lane port) and an empty Ethernet16. A test
+    against the shared real Slurm names its own two nodes instead of gpu001 and gpu002."""
     pod = Pod.objects.create(name="pod1")
     leaf = Switch.objects.create(hostname="leaf01", role=Switch.Role.LEAF, pod=pod, rail=0,
                                  management_address="10.254.1.1", credentials_ref="sonic/leaf",
@@ -53,11 +54,11 @@ def build_action_inventory() -> ActionInventory:
     Cable.objects.create(a_port=uplink, b_port=spine_port, type=Cable.Type.SR8_800G,
                          status=CableStatus.CONNECTED)
     nodes = []
-    for number, port in enumerate(halves, start=1):
-        node = Node.objects.create(hostname=f"gpu{number:03d}", pod=pod, status="active")
+    for hostname, port in zip(node_names, halves, strict=True):
+        node = Node.objects.create(hostname=hostname, pod=pod, status="active")
         nic = NIC.objects.create(node=node, device="mlx5_0", role=NIC.Role.RAIL, rail=0)
         Cable.objects.create(a_nic=nic, b_port=port, type=Cable.Type.BREAKOUT_2DR4_800G,
-                             status=CableStatus.CONNECTED, label=f"rail0-gpu{number:03d}")
+                             status=CableStatus.CONNECTED, label=f"rail0-{hostname}")
         nodes.append(node)
     return ActionInventory(pod, leaf, spine, nodes)
 

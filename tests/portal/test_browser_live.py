@@ -92,3 +92,55 @@ def test_keyboard_reaches_the_skip_link_and_pages_fit_laptop_and_wall_screens(
         overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
         assert overflow <= 0, f"horizontal scrolling at {name}"
         page.screenshot(path=str(ARTIFACTS / f"portal-actions-{name}.png"), full_page=True)
+
+
+def test_the_action_page_fills_in_started_and_each_attempt_live(
+    portal_server, browser_page, make_user, monkeypatch
+):
+    """Issue 26: the Action page's status moved live, but its "Started" time and its attempts
+    table stayed as loaded ("—", "Not started yet.") until a reload."""
+    import threading
+
+    from django.db import connection
+
+    import portal.services.actions as action_services
+
+    page = browser_page
+    operator = make_user(Role.OPERATOR)
+    # Not handed to the worker: this test runs it, once the page is open and live.
+    monkeypatch.setattr(action_services, "send_action_task", lambda *args, **kwargs: None)
+    action, _ = enqueue_action(kind="portal.canary", target="worker pipeline",
+                               reason="live attempts", requested_by=operator,
+                               parameters={"hold_seconds": 4})
+    log_in(page, portal_server, operator.username)
+    page.goto(f"{portal_server.url}/actions/{action.pk}/")
+    page.wait_for_selector("#live-indicator[data-state=live]", timeout=15_000)
+    page.evaluate("window.__sameDocument = true")
+    started = page.locator("[data-field=started_at]")
+    assert started.inner_text() == "—"
+    assert "Not started yet." in page.locator("#action-attempts-card").inner_text()
+    page.wait_for_timeout(1_000)  # the subscription's resync is behind us
+
+    def run() -> None:
+        try:
+            run_action(action_id=action.pk, worker="test-worker")
+        finally:
+            connection.close()
+
+    runner = threading.Thread(target=run)
+    runner.start()
+    try:
+        running = page.locator("#action-attempts-card tbody tr", has_text="test-worker")
+        running.locator(".status-running").wait_for(timeout=10_000)
+        assert started.inner_text().endswith(" UTC") and started.inner_text() != "—"
+        assert running.locator("td").first.inner_text() == "1"
+        page.screenshot(path=str(ARTIFACTS / "portal-action-attempt-running.png"), full_page=True)
+    finally:
+        runner.join(timeout=30)
+    running.locator(".status-succeeded").wait_for(timeout=10_000)
+    cells = running.locator("td")
+    assert cells.nth(3).inner_text().endswith(" UTC")  # its finish, filled in too
+    assert page.evaluate("window.__sameDocument") is True  # no reload did it
+    assert not page.locator("[data-field=cancel-form]").is_visible()  # finished: not cancellable
+    assert not page.locator("[data-field=progress-row]").is_visible()  # the canary says none
+    page.screenshot(path=str(ARTIFACTS / "portal-action-attempt-finished.png"), full_page=True)
