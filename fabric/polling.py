@@ -36,9 +36,15 @@ from fabric.hooks import (
     notify_fabric_finding,
     notify_fabric_signals,
 )
-from fabric.models import PortCounterHistory, PortCounterLatest, SwitchPollState
+from fabric.models import (
+    PortCounterHistory,
+    PortCounterLatest,
+    SwitchPollState,
+    SwitchThroughputLatest,
+)
 from fabric.overview import overview_delta, unscoped_overview_cells
 from fabric.port_state import is_link_change, link_status, port_state_letter
+from fabric.selectors import throughput_by_facing
 from fabric.targets import SwitchNotAddressable, switch_target
 from inventory.models import Switch, SwitchPort
 from portal.bulk_copy import bulk_upsert
@@ -343,9 +349,30 @@ def store_readings(
     _save_states(list(states.values()))
     bulk_upsert(PortCounterLatest, writes.latest, unique_fields=["port"])
     bulk_upsert(PortCounterHistory, writes.history, unique_fields=["port", "slot"])
+    refresh_switch_throughput(answered, polled_at)
     _record_port_status(writes.changed_ports, polled_at)
     notify_fabric_signals(writes.signals)
     return summaries
+
+
+def refresh_switch_throughput(switch_ids: list[int], summed_at: datetime) -> None:
+    """Store the switches' latest counters summed by what their ports face, for the aggregates
+    API (SwitchThroughputLatest): replaced whole, so a facing that no port has any more (its
+    cables moved) does not linger."""
+    rows = [
+        SwitchThroughputLatest(
+            switch_id=switch_id, facing=facing, summed_at=summed_at, ports=sums.ports,
+            ports_up=sums.ports_up, in_bytes_per_second=sums.in_bytes_per_second,
+            out_bytes_per_second=sums.out_bytes_per_second,
+            ecn_marked_per_second=sums.ecn_marked_per_second,
+            ecn_ports_not_collected=sums.ecn_ports_not_collected,
+            pfc_rx_per_second=sums.pfc_rx_per_second, pfc_tx_per_second=sums.pfc_tx_per_second,
+        )
+        for switch_id, facing, sums in throughput_by_facing(switch_ids)
+    ]
+    with transaction.atomic():
+        SwitchThroughputLatest.objects.filter(switch_id__in=switch_ids).delete()
+        SwitchThroughputLatest.objects.bulk_create(rows, batch_size=2000)
 
 
 def _inventory_ports(switch_ids: list[int]) -> dict[tuple[int, str], tuple[int, str, str]]:
