@@ -41,6 +41,9 @@ class SwitchPollState(models.Model):
     )
     mean_utilization = models.FloatField(default=0, help_text="0..1 over oper-up ports")
     max_utilization = models.FloatField(default=0)
+    hottest_port = models.CharField(
+        max_length=64, blank=True,
+        help_text="The busiest up port at the last poll (the lowest index among equals)")
     unmapped_ports = models.JSONField(
         default=list, blank=True,
         help_text="Ports the switch has that COUNTERS_PORT_NAME_MAP does not name: no counters",
