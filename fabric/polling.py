@@ -36,9 +36,15 @@ from fabric.hooks import (
     notify_fabric_finding,
     notify_fabric_signals,
 )
-from fabric.models import PortCounterHistory, PortCounterLatest, SwitchPollState
+from fabric.models import (
+    PortCounterHistory,
+    PortCounterLatest,
+    SwitchPollState,
+    SwitchThroughputLatest,
+)
 from fabric.overview import overview_delta, unscoped_overview_cells
 from fabric.port_state import is_link_change, link_status, port_state_letter
+from fabric.selectors import throughput_by_facing
 from fabric.targets import SwitchNotAddressable, switch_target
 from inventory.models import Switch, SwitchPort
 from portal.bulk_copy import bulk_upsert
@@ -303,6 +309,7 @@ class _SwitchTraffic:
     pfc_pauses: float = 0.0
     ecn_marked: float = 0.0
     utilizations: list[float] = field(default_factory=list)
+    hottest: tuple = ()  # (utilization, -port index, port name) of the busiest up port
 
 
 def store_readings(
@@ -343,19 +350,42 @@ def store_readings(
     _save_states(list(states.values()))
     bulk_upsert(PortCounterLatest, writes.latest, unique_fields=["port"])
     bulk_upsert(PortCounterHistory, writes.history, unique_fields=["port", "slot"])
+    refresh_switch_throughput(answered, polled_at)
     _record_port_status(writes.changed_ports, polled_at)
     notify_fabric_signals(writes.signals)
     return summaries
 
 
-def _inventory_ports(switch_ids: list[int]) -> dict[tuple[int, str], tuple[int, str, str]]:
-    """{(switch id, port name): (port id, admin status, oper status)} of the whole ports the
-    inventory lists (a breakout cage has no counters of its own)."""
+def refresh_switch_throughput(switch_ids: list[int], summed_at: datetime) -> None:
+    """Store the switches' latest counters summed by what their ports face, for the aggregates
+    API (SwitchThroughputLatest): replaced whole, so a facing that no port has any more (its
+    cables moved) does not linger."""
+    rows = [
+        SwitchThroughputLatest(
+            switch_id=switch_id, facing=facing, summed_at=summed_at, ports=sums.ports,
+            ports_up=sums.ports_up, in_bytes_per_second=sums.in_bytes_per_second,
+            out_bytes_per_second=sums.out_bytes_per_second,
+            ecn_marked_per_second=sums.ecn_marked_per_second,
+            ecn_ports_not_collected=sums.ecn_ports_not_collected,
+            pfc_rx_per_second=sums.pfc_rx_per_second, pfc_tx_per_second=sums.pfc_tx_per_second,
+        )
+        for switch_id, facing, sums in throughput_by_facing(switch_ids)
+    ]
+    with transaction.atomic():
+        SwitchThroughputLatest.objects.filter(switch_id__in=switch_ids).delete()
+        SwitchThroughputLatest.objects.bulk_create(rows, batch_size=2000)
+
+
+def _inventory_ports(
+    switch_ids: list[int],
+) -> dict[tuple[int, str], tuple[int, str, str, int]]:
+    """{(switch id, port name): (port id, admin status, oper status, index)} of the whole ports
+    the inventory lists (a breakout cage has no counters of its own)."""
     return {
-        (switch_id, name): (port_id, admin, oper)
-        for port_id, switch_id, name, admin, oper in SwitchPort.objects.filter(
+        (switch_id, name): (port_id, admin, oper, index)
+        for port_id, switch_id, name, admin, oper, index in SwitchPort.objects.filter(
             switch_id__in=switch_ids, breakout_mode=""
-        ).values_list("id", "switch_id", "name", "admin_status", "oper_status")
+        ).values_list("id", "switch_id", "name", "admin_status", "oper_status", "index")
     }
 
 
@@ -385,7 +415,7 @@ def _record_failure(
 def _store_ports(
     switch: Switch,
     reading: SwitchReading,
-    inventory_ports: dict[tuple[int, str], tuple[int, str, str]],
+    inventory_ports: dict[tuple[int, str], tuple[int, str, str, int]],
     previous: dict[int, dict],
     writes: _PollWrites,
     result: PollResult,
@@ -400,7 +430,7 @@ def _store_ports(
         known = inventory_ports.get((switch.pk, status.name))
         if known is None:
             continue  # the switch has ports the inventory does not list (e.g. management)
-        port_id, stored_admin, stored_oper = known
+        port_id, stored_admin, stored_oper, port_index = known
         counters = counted.get(status.name) or PortCounters(status.name, None, None)
         row = latest_row(port_id, status, counters, taken_at, previous.get(port_id))
         row["counters_mapped"] = status.name in counted
@@ -420,6 +450,9 @@ def _store_ports(
             writes.history.append(history_row(row, slot, bucket_start))
         if status.oper_up and row["utilization"] is not None:
             traffic.utilizations.append(utilization)
+            # The busiest up port, the lowest index among equals, for the overview's row.
+            if (utilization, -port_index) > traffic.hottest:
+                traffic.hottest = (utilization, -port_index, status.name)
         admin, oper = link_status(admin_up), link_status(oper_up)
         if (stored_admin, stored_oper) != (admin, oper):
             writes.changed_ports.append((port_id, admin, oper))
@@ -463,6 +496,7 @@ def _record_success(
     utilizations = traffic.utilizations
     state.mean_utilization = sum(utilizations) / len(utilizations) if utilizations else 0.0
     state.max_utilization = max(utilizations, default=0.0)
+    state.hottest_port = traffic.hottest[2] if traffic.hottest else ""
 
 
 def _switch_summary(state: SwitchPollState, traffic: _SwitchTraffic) -> dict:

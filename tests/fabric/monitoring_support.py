@@ -65,8 +65,9 @@ def delete_fabric_monitoring() -> None:
         PortCounterHistory,
         PortCounterLatest,
         SwitchPollState,
+        SwitchThroughputLatest,
     )
 
-    for model in (PortCounterHistory, PortCounterLatest, SwitchPollState, LldpObservation,
-                  LldpFinding):
+    for model in (PortCounterHistory, PortCounterLatest, SwitchPollState,
+                  SwitchThroughputLatest, LldpObservation, LldpFinding):
         model.objects.all().delete()

@@ -186,6 +186,7 @@ def test_api_and_page_say_not_collected_instead_of_zero(operator_api, client, ma
 @pytest.mark.django_db
 def test_aggregates_leave_uncollected_ports_out_of_the_ecn_sum_and_count_them(make_user):
     from fabric.models import PortCounterLatest
+    from fabric.polling import refresh_switch_throughput
     from fabric.selectors import switch_aggregates
     from inventory.models import SwitchPort
 
@@ -196,6 +197,7 @@ def test_aggregates_leave_uncollected_ports_out_of_the_ecn_sum_and_count_them(ma
         PortCounterLatest.objects.create(port=port, sampled_at=now, oper_up=True,
                                          in_bytes_per_second=1.0, out_bytes_per_second=1.0,
                                          ecn_marked_per_second=ecn)
+    refresh_switch_throughput([inventory.leaf.pk], now)  # what each poll does once stored
     leaf = next(a for a in switch_aggregates(user=make_user(Role.OPERATOR))
                 if a.hostname == "leaf01")
     assert (leaf.host_facing.ecn_marked_per_second,
