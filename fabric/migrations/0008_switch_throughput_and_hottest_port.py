@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('fabric', '0006_maintenance_window'),
+        ('fabric', '0007_window_one_end_and_own_nodes'),
         ('inventory', '0007_search_indexes'),
     ]
 
