@@ -14,8 +14,10 @@ from django.db.models import Prefetch, Q, QuerySet
 
 from faults.models import FaultTicket, IntakeRecord, RepairCase, RepairPart, TimelineEntry
 from faults.policies import repeat_threshold
+from faults.repair_workflow import OPEN_REPAIR_STATUSES
 from faults.workflow import BOARD_STATUSES, OPEN_STATUSES, is_reopenable
-from inventory.models import Node
+from inventory.models import Node, ReservationStatus, SpareReservation
+from inventory.selectors import spare_stock_list
 from portal.roles import may
 
 SEVERITY_ORDER = {"critical": 0, "major": 1, "minor": 2}
@@ -188,7 +190,24 @@ def repair_case_list(*, user, filters: dict | None = None) -> QuerySet[RepairCas
 
 
 def ticket_repair_cases(*, user, ticket: FaultTicket) -> list[RepairCase]:
-    return list(repair_case_list(user=user, filters={"ticket": ticket.pk}))
+    """The ticket's cases for its page, each with `spares` (the reservations it holds or held on
+    the shelves) and `spare_shelves` (where a free spare of its failed component's type could be
+    reserved now: none once it holds one, is installed or closed). Two queries for all cases."""
+    cases = list(repair_case_list(user=user, filters={"ticket": ticket.pk}))
+    if not cases:
+        return cases
+    reservations = list(
+        SpareReservation.objects.filter(reference__in=[case.reference for case in cases])
+        .select_related("stock", "swap").order_by("reserved_at", "pk")
+    )
+    shelves = list(spare_stock_list(user=user).filter(free__gt=0))
+    for case in cases:
+        case.spares = [spare for spare in reservations if spare.reference == case.reference]
+        holds_one = any(spare.status == ReservationStatus.RESERVED for spare in case.spares)
+        reservable = case.status in OPEN_REPAIR_STATUSES and not holds_one
+        case.spare_shelves = [shelf for shelf in shelves
+                              if reservable and shelf.kind == case.component]
+    return cases
 
 
 @dataclass(frozen=True)

@@ -459,6 +459,27 @@ class RepairTransitionView(TicketActView):
         return ticket
 
 
+class RepairReserveSpareView(TicketActView):
+    """Hold a spare of the case's failed component from the shelf the form names, so the part
+    need not wait for the vendor (the ticket page's side of POST .../reserve-spare/)."""
+
+    operation = "spare reservation"
+    says_done = False  # its own message names the shelf
+
+    def post(self, request, pk, case_pk):
+        self.case_pk = case_pk
+        return super().post(request, pk)
+
+    def perform(self, request, ticket):
+        case = _visible_case(request, ticket, self.case_pk)
+        reservation = repairs.reserve_case_spare(
+            case=case, site=request.POST.get("site", ""), actor=request.user, via="ui"
+        )
+        messages.info(request, f"{case.reference}: a {reservation.stock.get_kind_display()} "
+                               f"spare reserved at {reservation.stock.site}.")
+        return ticket
+
+
 class RepairInstallView(TicketActView):
     operation = "part install"
 

@@ -19,6 +19,7 @@ from faults.models import FaultTicket, RepairCase, RepairPart, TimelineKind
 from faults.repair_workflow import (
     FIRST_STAMP_COUNTS,
     INSTALLABLE_STATUSES,
+    OPEN_REPAIR_STATUSES,
     REPAIR_STAMPS,
     RepairStatus,
     repair_targets,
@@ -306,7 +307,7 @@ def reserve_case_spare(*, case: RepairCase, site: str, actor, kind: str = "",
     closed; 400 naming `kind` (unknown, or none free at the site) or `site`."""
     with transaction.atomic():
         case = RepairCase.objects.select_for_update().select_related("ticket").get(pk=case.pk)
-        if case.status in (RepairStatus.INSTALLED, RepairStatus.CLOSED):
+        if case.status not in OPEN_REPAIR_STATUSES:
             raise Conflict({"detail": f"{case.reference} is {case.get_status_display()}: "
                                       "it needs no spare."})
         reservation = reserve_spare(kind=kind or case.component, site=site,

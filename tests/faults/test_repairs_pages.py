@@ -12,7 +12,8 @@ from django.utils import timezone
 from faults.models import RepairCase
 from faults.services import repairs
 from faults.services.intake import submit_user_report
-from inventory.models import GPU, ComponentSwap
+from inventory.models import GPU, ComponentSwap, SpareReservation
+from inventory.spares import spare_stock_set
 from inventory.swaps import component_replace, slot_for
 from portal.models import Role
 
@@ -110,3 +111,41 @@ def test_the_node_page_and_the_part_page_tell_a_parts_history(ticket, make_user,
     tenant_page = page_client(make_user, Role.TENANT_ADMIN).get(f"/inventory/parts/{failed}/")
     assert tenant_page.status_code == 200
     assert "No swap names this serial." in tenant_page.content.decode()
+
+
+def test_a_responder_reserves_a_spare_from_the_ticket_page(ticket, make_user):
+    """Issue 25 item 6's story needs it: on main a spare could be reserved only over the API."""
+    spare_stock_set(kind="gpu", site="Tokyo DC1", on_hand=2)
+    spare_stock_set(kind="psu", site="Tokyo DC1", on_hand=3)
+    case = repairs.open_repair_case(ticket=ticket, vendor="Supermicro", component="gpu",
+                                    actor=None, parts=[repairs.PartRequest(kind="gpu",
+                                                                           gpu_index=3)])
+    client = page_client(make_user, Role.ONCALL)
+    url = f"/faults/{ticket.pk}/"
+    page = client.get(url).content.decode()
+    # Only the shelves that hold a free spare of the failed component's type are offered.
+    assert '<option value="Tokyo DC1">Tokyo DC1 (2 free)</option>' in page
+    assert "(3 free)" not in page
+    response = client.post(f"{url}repairs/{case.pk}/reserve-spare/", {"site": "Tokyo DC1"})
+    assert response.status_code == 302, response.content
+    reservation = SpareReservation.objects.get()
+    assert (reservation.reference, reservation.stock.kind) == (case.reference, "gpu")
+    page = client.get(url).content.decode()
+    assert 'data-spare="reserved">GPU from the shelf at Tokyo DC1, reserved' in page
+    assert "repair-reserve" not in page  # the case holds one: nothing more to reserve
+    assert ticket.timeline.filter(text__contains="spare GPU reserved at Tokyo DC1").exists()
+
+
+def test_a_bad_spare_reservation_on_the_page_is_a_400_naming_the_field(ticket, make_user):
+    case = repairs.open_repair_case(ticket=ticket, vendor="Supermicro", component="gpu",
+                                    actor=None, parts=[repairs.PartRequest(kind="gpu",
+                                                                           gpu_index=3)])
+    client = page_client(make_user, Role.OPERATOR)
+    url = f"/faults/{ticket.pk}/repairs/{case.pk}/reserve-spare/"
+    blank = client.post(url, {"site": ""})
+    assert blank.status_code == 400 and "site: " in blank.content.decode()
+    empty_shelf = client.post(url, {"site": "Osaka"})
+    assert empty_shelf.status_code == 400
+    assert "kind: No GPU spare is on hand at Osaka." in empty_shelf.content.decode()
+    assert not SpareReservation.objects.exists()
+    assert page_client(make_user, Role.VIEWER).post(url, {"site": "Osaka"}).status_code == 403
