@@ -12,8 +12,15 @@ from dataclasses import dataclass
 
 from django.db.models import Prefetch, Q, QuerySet
 
-from faults.models import FaultTicket, IntakeRecord, RepairCase, RepairPart, TimelineEntry
-from faults.policies import repeat_threshold
+from faults.models import (
+    FaultTicket,
+    IntakeRecord,
+    RepairCase,
+    RepairPart,
+    TimelineEntry,
+    TimelineKind,
+)
+from faults.policies import STEP_DESCRIPTIONS, repeat_threshold
 from faults.repair_workflow import OPEN_REPAIR_STATUSES
 from faults.workflow import BOARD_STATUSES, OPEN_STATUSES, is_reopenable
 from inventory.models import Node, ReservationStatus, SpareReservation
@@ -187,6 +194,18 @@ def repair_case_list(*, user, filters: dict | None = None) -> QuerySet[RepairCas
     if "node" in filters:
         cases = cases.filter(ticket__node__hostname=filters["node"])
     return cases.order_by("opened_at", "pk")
+
+
+def vendor_case_proposal(ticket: FaultTicket) -> str:
+    """The policy's proposal of a vendor case on `ticket` in its own words (a repeat offender's
+    next ticket, or a rule that always proposes one), or "" when it made none: the repair panel
+    shows it by the form that opens the case."""
+    return (
+        ticket.timeline.filter(kind=TimelineKind.PROPOSAL,
+                               text__contains=STEP_DESCRIPTIONS["vendor"])
+        .order_by("-at", "-pk").values_list("text", flat=True).first()
+        or ""
+    )
 
 
 def ticket_repair_cases(*, user, ticket: FaultTicket) -> list[RepairCase]:

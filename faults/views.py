@@ -142,6 +142,7 @@ class TicketDetailView(RoleRequiredMixin, TemplateView):
             allowed_choices=[(value, Status(value).label)
                              for value in allowed_targets(ticket.status)],
             repair_cases=selectors.ticket_repair_cases(user=self.request.user, ticket=ticket),
+            vendor_case_proposal=selectors.vendor_case_proposal(ticket),
             repair_statuses=RepairStatus.choices,
             component_kinds=ComponentKind.choices,
         )
@@ -169,14 +170,24 @@ class TicketDetailView(RoleRequiredMixin, TemplateView):
                 "rma_expected_at": transition.get("rma_expected_at", expected),
                 "note": transition.get("note", ""),
             },
-            "repair_values": {
-                name: kept.get(name, "") if operation == "repair" else ""
-                for name in ("vendor", "vendor_case_number", "component", "gpu_index", "nic",
-                             "position", "expected_at")
-            },
+            "repair_values": (
+                {name: kept.get(name, "") for name in ("vendor", "vendor_case_number", "component",
+                                                       "gpu_index", "nic", "position",
+                                                       "expected_at")}
+                if operation == "repair" else _repair_slot_of(ticket)
+            ),
             "note_text": kept.get("text", "") if operation == "note" else "",
             "reopen_note": kept.get("note", "") if operation == "reopen" else "",
         }
+
+
+def _repair_slot_of(ticket) -> dict:
+    """A new case's form starts at the component the ticket names: its GPU or its NIC."""
+    if ticket.gpu_id:
+        return {"component": ComponentKind.GPU, "gpu_index": ticket.gpu.index}
+    if ticket.nic_id:
+        return {"component": ComponentKind.NIC, "nic": ticket.nic.device}
+    return {}
 
 
 class TicketActView(RoleRequiredMixin, View):

@@ -149,3 +149,27 @@ def test_a_bad_spare_reservation_on_the_page_is_a_400_naming_the_field(ticket, m
     assert "kind: No GPU spare is on hand at Osaka." in empty_shelf.content.decode()
     assert not SpareReservation.objects.exists()
     assert page_client(make_user, Role.VIEWER).post(url, {"site": "Osaka"}).status_code == 403
+
+
+def test_the_open_case_form_starts_at_the_tickets_gpu_and_says_what_the_policy_proposed(
+    fleet, make_user
+):
+    """The story's screenshot: a repeat offender's ticket said "No vendor repair case." with an
+    empty form, and the policy's vendor proposal only at the foot of the timeline."""
+    from faults.models import TimelineKind
+    from faults.services.timeline import add_timeline_entry
+
+    ticket, _ = submit_user_report(
+        reported_by=make_user(Role.ONCALL), summary="ECC errors again on GPU 6",
+        node=fleet.nodes[0], gpu=fleet.nodes[0].gpus.get(index=6),
+    )
+    client = page_client(make_user, Role.ONCALL)
+    page = client.get(f"/faults/{ticket.pk}/").content.decode()
+    assert '<option value="gpu" selected>GPU</option>' in page
+    assert 'name="gpu_index" type="number" min="0" max="7" value="6"' in page
+    assert 'id="repair-proposed"' not in page
+    add_timeline_entry(ticket, TimelineKind.PROPOSAL, "Proposed by policy ecc: repeat offender, "
+                                                      "Open an RMA with the vendor.")
+    page = client.get(f"/faults/{ticket.pk}/").content.decode()
+    assert ('<p class="warning" id="repair-proposed">Proposed by policy ecc: repeat offender, '
+            "Open an RMA with the vendor.</p>") in page
