@@ -134,6 +134,12 @@ def open_repair_case(
     slots = _part_slots(ticket, parts)
     with transaction.atomic():
         ticket = FaultTicket.objects.select_for_update().get(pk=ticket.pk)
+        if ticket.acknowledged_at is None and _actor(actor) is not None:
+            # Opening a vendor case is acting on the ticket, which acknowledges it as a
+            # transition or a recovery step does (else MTTA runs on past the first response).
+            ticket.acknowledged_at = opened_at
+            ticket.responder = ticket.responder or actor
+            ticket.save(update_fields=["acknowledged_at", "responder", "updated_at"])
         case = RepairCase.objects.create(
             ticket=ticket, vendor=vendor, vendor_case_number=vendor_case_number,
             component=component, expected_at=expected_at, note=note, opened_at=opened_at,
