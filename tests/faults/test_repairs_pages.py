@@ -56,6 +56,9 @@ def test_a_responder_opens_moves_and_installs_from_the_ticket_page(ticket, make_
     assert old_serial in page and "1654300012345" in page
     assert "Installed" in page
     assert GPU.objects.get(node=ticket.node, index=3).serial == "1654300012345"
+    # A second case is the exception: its form is folded away once one exists.
+    assert ('<details class="repair-open-another"><summary>Open another repair case</summary>'
+            in page)
 
 
 def test_bad_input_on_the_page_is_a_400_naming_the_field_and_keeps_the_typing(ticket, make_user):
