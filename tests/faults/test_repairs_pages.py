@@ -59,6 +59,7 @@ def test_a_responder_opens_moves_and_installs_from_the_ticket_page(ticket, make_
     # A second case is the exception: its form is folded away once one exists.
     assert ('<details class="repair-open-another"><summary>Open another repair case</summary>'
             in page)
+    assert "{#" not in page  # a template comment never reaches the page
 
 
 def test_bad_input_on_the_page_is_a_400_naming_the_field_and_keeps_the_typing(ticket, make_user):
