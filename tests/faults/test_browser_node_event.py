@@ -28,6 +28,9 @@ def test_an_xid_reported_from_the_node_page_opens_a_ticket_that_asks_before_resu
     sign_in_page(page, portal_server.url, make_user(Role.ONCALL))
     page.goto(f"{portal_server.url}/inventory/nodes/gpu001/")
     panel = page.locator("#node-report-event")
+    # The heading sits beside its disclosure triangle (faults.css styles the panel on the
+    # inventory's page too; without it the triangle stood on a line of its own).
+    assert panel.locator("summary h2").evaluate("e => getComputedStyle(e).display") == "inline"
     panel.locator("summary").click()
     form = panel.locator("form")
     form.locator("select[name=kind]").select_option("xid")
