@@ -15,7 +15,6 @@ from faults.forms import NodeEventForm, TransitionForm, UserReportForm
 from faults.hooks import visible_impact
 from faults.models import Category, RecoveryMethod, Source
 from faults.parsing import reported_gpu
-from faults.repair_workflow import RepairStatus
 from faults.services import intake, repairs, tickets
 from faults.services.recovery import recovery_steps, request_recovery, resolve_blockers
 from faults.workflow import Status, allowed_targets
@@ -143,7 +142,6 @@ class TicketDetailView(RoleRequiredMixin, TemplateView):
                              for value in allowed_targets(ticket.status)],
             repair_cases=selectors.ticket_repair_cases(user=self.request.user, ticket=ticket),
             vendor_case_proposal=selectors.vendor_case_proposal(ticket),
-            repair_statuses=RepairStatus.choices,
             component_kinds=ComponentKind.choices,
         )
         return context

@@ -177,3 +177,23 @@ def test_the_open_case_form_starts_at_the_tickets_gpu_and_says_what_the_policy_p
     page = client.get(f"/faults/{ticket.pk}/").content.decode()
     assert ('<p class="warning" id="repair-proposed">Proposed by policy ecc: repeat offender, '
             "Open an RMA with the vendor.</p>") in page
+
+
+def test_the_move_form_offers_the_usual_next_step_first(ticket, make_user):
+    """The story's screenshot: an installed case's "Move to" preselected "Waiting for part" (the
+    step back, for a replacement that did not fix it), one click from undoing the repair."""
+    case = repairs.open_repair_case(ticket=ticket, vendor="Supermicro", component="gpu",
+                                    actor=None, parts=[repairs.PartRequest(kind="gpu",
+                                                                           gpu_index=3)])
+    repairs.transition_repair_case(case=case, to_status="part_received", actor=None)
+    client = page_client(make_user, Role.ONCALL)
+
+    def options() -> list[str]:
+        page = client.get(f"/faults/{ticket.pk}/").content.decode()
+        select = page.split(f'id="repair-{case.pk}-to" name="to_status">', 1)[1]
+        select = select.split("</select>")[0]
+        return [chunk.split('"', 1)[0] for chunk in select.split('<option value="')[1:]]
+
+    assert options() == ["waiting_for_part"]  # installing the part is the install form's job
+    repairs.install_repair_part(case=case, part=case.parts.get(), serial_in="SPARE-7", actor=None)
+    assert options() == ["closed", "waiting_for_part"]
