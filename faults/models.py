@@ -13,7 +13,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from faults.repair_workflow import RepairStatus, repair_targets
+from faults.repair_workflow import RepairStatus, repair_move_targets, repair_targets
 from faults.workflow import OPEN_STATUSES, Status, allowed_targets
 from inventory.models import ComponentKind
 
@@ -336,6 +336,12 @@ class RepairCase(models.Model):
     @property
     def allowed_targets(self) -> tuple[str, ...]:
         return repair_targets(self.status)
+
+    @property
+    def move_choices(self) -> list[tuple[str, str]]:
+        """The page's "Move to" options, the usual next step first (so the preselected one is
+        never the step back: an installed case offers Closed before Waiting for part)."""
+        return [(target, RepairStatus(target).label) for target in repair_move_targets(self.status)]
 
     @property
     def waited_for_part(self):

@@ -68,10 +68,12 @@ _GPU, _NVLINK = Category.GPU, Category.NVLINK_NVSWITCH_PCIE
 BUILT_IN_RULES: dict[str, Rule] = {
     rule.kind: rule
     for rule in (
+        # ECC errors that keep coming back on one GPU are the memory wearing out, which a reset
+        # does not mend: past the repeat threshold the ECC rules propose the vendor too.
         Rule("xid:48", "XID 48 double-bit ECC error", _GPU, "ecc", Severity.CRITICAL,
-             auto=("drain",), propose=("reset_gpu",)),
+             auto=("drain",), propose=("reset_gpu",), propose_vendor_on_repeat=True),
         Rule("xid:63", "XID 63 row-remap pending", _GPU, "ecc", Severity.MINOR,
-             propose=("reset_gpu",)),
+             propose=("reset_gpu",), propose_vendor_on_repeat=True),
         Rule("xid:64", "XID 64 row-remap failure", _GPU, "ecc", Severity.MAJOR,
              auto=("mark_suspect",), propose=("reset_gpu", "vendor")),
         Rule("xid:74", "XID 74 NVLink error", _NVLINK, "nvlink", Severity.MAJOR,
@@ -79,12 +81,13 @@ BUILT_IN_RULES: dict[str, Rule] = {
         Rule("xid:79", "XID 79 GPU fell off the bus", _GPU, "unresponsive", Severity.CRITICAL,
              auto=("drain", "mark_suspect"), propose=("reboot",), propose_vendor_on_repeat=True),
         Rule("xid:92", "XID 92 excessive single-bit ECC", _GPU, "ecc", Severity.MINOR,
-             propose=("watch",)),
+             propose=("watch",), propose_vendor_on_repeat=True),
         Rule("xid:94", "XID 94 contained ECC error", _GPU, "ecc", Severity.MAJOR,
-             propose=("restart_app",)),
+             propose=("restart_app",), propose_vendor_on_repeat=True),
         Rule("xid:95", "XID 95 uncontained ECC error", _GPU, "ecc", Severity.CRITICAL,
-             auto=("drain",), propose=("reset_gpu",)),
-        Rule("ecc", "ECC errors", _GPU, "ecc", Severity.MAJOR, propose=("watch",)),
+             auto=("drain",), propose=("reset_gpu",), propose_vendor_on_repeat=True),
+        Rule("ecc", "ECC errors", _GPU, "ecc", Severity.MAJOR, propose=("watch",),
+             propose_vendor_on_repeat=True),
         Rule("gpu_unresponsive", "GPU unresponsive", _GPU, "unresponsive", Severity.CRITICAL,
              auto=("drain", "mark_suspect"), propose=("reboot",), propose_vendor_on_repeat=True),
         Rule("nvlink_error", "NVLink errors", _NVLINK, "nvlink", Severity.MAJOR,

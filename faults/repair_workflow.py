@@ -56,3 +56,9 @@ INSTALLABLE_STATUSES = frozenset({RepairStatus.PART_RECEIVED})
 
 def repair_targets(status: str) -> tuple[str, ...]:
     return REPAIR_TRANSITIONS.get(status, ())
+
+
+def repair_move_targets(status: str) -> tuple[str, ...]:
+    """What a person may move a case to by hand, the usual next step first (the table's order):
+    `installed` is left out, as installing the last part moves the case there."""
+    return tuple(target for target in repair_targets(status) if target != RepairStatus.INSTALLED)

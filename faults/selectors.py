@@ -13,10 +13,19 @@ from dataclasses import dataclass
 from django.db.models import Count, Prefetch, Q, QuerySet
 from django.utils import timezone
 
-from faults.models import FaultTicket, IntakeRecord, RepairCase, RepairPart, TimelineEntry
-from faults.policies import repeat_threshold
+from faults.models import (
+    FaultTicket,
+    IntakeRecord,
+    RepairCase,
+    RepairPart,
+    TimelineEntry,
+    TimelineKind,
+)
+from faults.policies import STEP_DESCRIPTIONS, repeat_threshold
+from faults.repair_workflow import OPEN_REPAIR_STATUSES
 from faults.workflow import BOARD_STATUSES, OPEN_STATUSES, is_reopenable
-from inventory.models import GPU, Node
+from inventory.models import GPU, Node, ReservationStatus, SpareReservation
+from inventory.selectors import spare_stock_list
 from portal.roles import may
 
 SEVERITY_ORDER = {"critical": 0, "major": 1, "minor": 2}
@@ -276,8 +285,37 @@ def repair_case_list(*, user, filters: dict | None = None) -> QuerySet[RepairCas
     return cases.order_by("opened_at", "pk")
 
 
+def vendor_case_proposal(ticket: FaultTicket) -> str:
+    """The policy's proposal of a vendor case on `ticket` in its own words (a repeat offender's
+    next ticket, or a rule that always proposes one), or "" when it made none: the repair panel
+    shows it by the form that opens the case."""
+    return (
+        ticket.timeline.filter(kind=TimelineKind.PROPOSAL,
+                               text__contains=STEP_DESCRIPTIONS["vendor"])
+        .order_by("-at", "-pk").values_list("text", flat=True).first()
+        or ""
+    )
+
+
 def ticket_repair_cases(*, user, ticket: FaultTicket) -> list[RepairCase]:
-    return list(repair_case_list(user=user, filters={"ticket": ticket.pk}))
+    """The ticket's cases for its page, each with `spares` (the reservations it holds or held on
+    the shelves) and `spare_shelves` (where a free spare of its failed component's type could be
+    reserved now: none once it holds one, is installed or closed). Two queries for all cases."""
+    cases = list(repair_case_list(user=user, filters={"ticket": ticket.pk}))
+    if not cases:
+        return cases
+    reservations = list(
+        SpareReservation.objects.filter(reference__in=[case.reference for case in cases])
+        .select_related("stock", "swap").order_by("reserved_at", "pk")
+    )
+    shelves = list(spare_stock_list(user=user).filter(free__gt=0))
+    for case in cases:
+        case.spares = [spare for spare in reservations if spare.reference == case.reference]
+        holds_one = any(spare.status == ReservationStatus.RESERVED for spare in case.spares)
+        reservable = case.status in OPEN_REPAIR_STATUSES and not holds_one
+        case.spare_shelves = [shelf for shelf in shelves
+                              if reservable and shelf.kind == case.component]
+    return cases
 
 
 @dataclass(frozen=True)

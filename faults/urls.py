@@ -24,6 +24,8 @@ urlpatterns = [
     path("<int:pk>/repairs/", views.RepairOpenView.as_view(), name="repair-open"),
     path("<int:pk>/repairs/<int:case_pk>/transition/", views.RepairTransitionView.as_view(),
          name="repair-transition"),
+    path("<int:pk>/repairs/<int:case_pk>/reserve-spare/", views.RepairReserveSpareView.as_view(),
+         name="repair-reserve-spare"),
     path("<int:pk>/repairs/<int:case_pk>/install/", views.RepairInstallView.as_view(),
          name="repair-install"),
 ]

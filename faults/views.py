@@ -15,7 +15,6 @@ from faults.forms import NodeEventForm, TransitionForm, UserReportForm
 from faults.hooks import visible_impact
 from faults.models import Category, RecoveryMethod, Source
 from faults.parsing import reported_gpu
-from faults.repair_workflow import RepairStatus
 from faults.services import intake, repairs, tickets
 from faults.services.recovery import recovery_steps, request_recovery, resolve_blockers
 from faults.workflow import Status, allowed_targets
@@ -143,7 +142,7 @@ class TicketDetailView(RoleRequiredMixin, TemplateView):
             allowed_choices=[(value, Status(value).label)
                              for value in allowed_targets(ticket.status)],
             repair_cases=selectors.ticket_repair_cases(user=self.request.user, ticket=ticket),
-            repair_statuses=RepairStatus.choices,
+            vendor_case_proposal=selectors.vendor_case_proposal(ticket),
             component_kinds=ComponentKind.choices,
         )
         return context
@@ -170,14 +169,24 @@ class TicketDetailView(RoleRequiredMixin, TemplateView):
                 "rma_expected_at": transition.get("rma_expected_at", expected),
                 "note": transition.get("note", ""),
             },
-            "repair_values": {
-                name: kept.get(name, "") if operation == "repair" else ""
-                for name in ("vendor", "vendor_case_number", "component", "gpu_index", "nic",
-                             "position", "expected_at")
-            },
+            "repair_values": (
+                {name: kept.get(name, "") for name in ("vendor", "vendor_case_number", "component",
+                                                       "gpu_index", "nic", "position",
+                                                       "expected_at")}
+                if operation == "repair" else _repair_slot_of(ticket)
+            ),
             "note_text": kept.get("text", "") if operation == "note" else "",
             "reopen_note": kept.get("note", "") if operation == "reopen" else "",
         }
+
+
+def _repair_slot_of(ticket) -> dict:
+    """A new case's form starts at the component the ticket names: its GPU or its NIC."""
+    if ticket.gpu_id:
+        return {"component": ComponentKind.GPU, "gpu_index": ticket.gpu.index}
+    if ticket.nic_id:
+        return {"component": ComponentKind.NIC, "nic": ticket.nic.device}
+    return {}
 
 
 class TicketActView(RoleRequiredMixin, View):
@@ -475,6 +484,27 @@ class RepairTransitionView(TicketActView):
             at=_form_datetime(request, "at"), note=request.POST.get("note", ""),
             actor=request.user, via="ui",
         )
+        return ticket
+
+
+class RepairReserveSpareView(TicketActView):
+    """Hold a spare of the case's failed component from the shelf the form names, so the part
+    need not wait for the vendor (the ticket page's side of POST .../reserve-spare/)."""
+
+    operation = "spare reservation"
+    says_done = False  # its own message names the shelf
+
+    def post(self, request, pk, case_pk):
+        self.case_pk = case_pk
+        return super().post(request, pk)
+
+    def perform(self, request, ticket):
+        case = _visible_case(request, ticket, self.case_pk)
+        reservation = repairs.reserve_case_spare(
+            case=case, site=request.POST.get("site", ""), actor=request.user, via="ui"
+        )
+        messages.info(request, f"{case.reference}: a {reservation.stock.get_kind_display()} "
+                               f"spare reserved at {reservation.stock.site}.")
         return ticket
 
 

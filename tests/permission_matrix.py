@@ -391,6 +391,15 @@ MATRIX: dict[str, Route] = {
             ),
         )
     ),
+    "faults:repair-reserve-spare": Route(
+        (
+            post(
+                lambda w: f"/faults/{w.ticket.pk}/repairs/{w.repair_case.pk}/reserve-spare/",
+                page("respond_to_faults", 400),
+                note="no site named: the ticket page again, naming `site` (400)",
+            ),
+        )
+    ),
     "faults:repair-install": Route(
         (
             post(

@@ -19,6 +19,7 @@ from faults.models import FaultTicket, RepairCase, RepairPart, TimelineKind
 from faults.repair_workflow import (
     FIRST_STAMP_COUNTS,
     INSTALLABLE_STATUSES,
+    OPEN_REPAIR_STATUSES,
     REPAIR_STAMPS,
     RepairStatus,
     repair_targets,
@@ -133,6 +134,12 @@ def open_repair_case(
     slots = _part_slots(ticket, parts)
     with transaction.atomic():
         ticket = FaultTicket.objects.select_for_update().get(pk=ticket.pk)
+        if ticket.acknowledged_at is None and _actor(actor) is not None:
+            # Opening a vendor case is acting on the ticket, which acknowledges it as a
+            # transition or a recovery step does (else MTTA runs on past the first response).
+            ticket.acknowledged_at = opened_at
+            ticket.responder = ticket.responder or actor
+            ticket.save(update_fields=["acknowledged_at", "responder", "updated_at"])
         case = RepairCase.objects.create(
             ticket=ticket, vendor=vendor, vendor_case_number=vendor_case_number,
             component=component, expected_at=expected_at, note=note, opened_at=opened_at,
@@ -306,7 +313,7 @@ def reserve_case_spare(*, case: RepairCase, site: str, actor, kind: str = "",
     closed; 400 naming `kind` (unknown, or none free at the site) or `site`."""
     with transaction.atomic():
         case = RepairCase.objects.select_for_update().select_related("ticket").get(pk=case.pk)
-        if case.status in (RepairStatus.INSTALLED, RepairStatus.CLOSED):
+        if case.status not in OPEN_REPAIR_STATUSES:
             raise Conflict({"detail": f"{case.reference} is {case.get_status_display()}: "
                                       "it needs no spare."})
         reservation = reserve_spare(kind=kind or case.component, site=site,

@@ -9,7 +9,12 @@
     const width = Math.max(320, target.clientWidth || 480);
     const plot = new uPlot({
       width, height: 240,
-      scales: { x: { time: false, range: [-0.5, labels.length - 0.5] } },
+      // Bars are counts and hours: from 0, or the smallest month is drawn as nothing (uPlot's
+      // auto range started the axis at the smallest value: the story's 1-fault month was empty).
+      scales: {
+        x: { time: false, range: [-0.5, labels.length - 0.5] },
+        y: { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] },
+      },
       axes: [
         { values: (u, ticks) => ticks.map((t) => labels[t] ?? ""), splits: () => x },
         { label: options.unit || "" },

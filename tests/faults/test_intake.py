@@ -86,6 +86,27 @@ def test_repeat_offender_gets_a_vendor_proposal(fleet, agent, make_user):
     assert third.timeline.filter(text__contains="repeat offender").exists()
 
 
+
+@pytest.mark.parametrize("ecc", [{"single_bit": 40, "double_bit": 0},
+                                 {"single_bit": 3, "double_bit": 1}])
+def test_ecc_errors_that_keep_coming_back_on_one_gpu_propose_the_vendor(fleet, agent, make_user,
+                                                                       ecc):
+    """Issue 25 item 4: ECC errors on the same GPU past the repeat threshold are memory wearing
+    out; the ticket flags the repeat offender and proposes a vendor case (on main the ECC rules
+    proposed only watching or a reset, however often it came back)."""
+    from faults.services import tickets
+
+    oncall = make_user(Role.ONCALL)
+    event = {"kind": "ecc", "node": "gpu001", "gpu": 5, "ecc": ecc}
+    for _ in range(2):
+        ticket = FaultTicket.objects.get(pk=post_json(agent, EVENTS, event).json()["ticket"]["id"])
+        assert not ticket.timeline.filter(text__contains="repeat offender").exists()
+        tickets.transition_ticket(ticket=ticket, to_status="false_positive", actor=oncall)
+    third = FaultTicket.objects.get(pk=post_json(agent, EVENTS, event).json()["ticket"]["id"])
+    assert third.timeline.filter(
+        kind=TimelineKind.PROPOSAL, text__contains="repeat offender, Open an RMA with the vendor"
+    ).exists()
+
 def test_other_platform_kinds(fleet, agent):
     ecc = post_json(agent, EVENTS, {"kind": "ecc", "node": "gpu002", "gpu": 1,
                                     "ecc": {"single_bit": 12, "double_bit": 1}})

@@ -285,3 +285,16 @@ def test_a_ticket_whose_case_installed_a_part_resolves_as_part_replaced(ticket, 
     resolved = transition_ticket(ticket=ticket, to_status="resolved", actor=oncall)
     assert resolved.recovery_method == RecoveryMethod.PART_REPLACED
     assert f"from {case.reference}: part installed" in resolved.timeline.last().text
+
+
+def test_opening_a_case_acknowledges_the_ticket_like_any_act_on_it(ticket, oncall):
+    """The story's screenshot: a ticket with a vendor case open still said "New", no responder,
+    acknowledged "—", so its MTTA ran on past the engineer's first response."""
+    assert ticket.acknowledged_at is None and ticket.responder is None
+    repairs.open_repair_case(ticket=ticket, vendor="Supermicro", component="psu", actor=None,
+                             parts=[repairs.PartRequest(kind="psu", position="PSU1")])
+    ticket.refresh_from_db()
+    assert ticket.acknowledged_at is None  # the system acting is no one's response
+    case = open_gpu_case(ticket, oncall)
+    ticket.refresh_from_db()
+    assert (ticket.acknowledged_at, ticket.responder) == (case.opened_at, oncall)
