@@ -27,6 +27,9 @@ logger = logging.getLogger(__name__)
 
 UNHEALTHY_STATES = frozenset({"down", "not_responding"})
 DRAINED_STATES = frozenset({"drained", "draining"})
+# Rebooting through Slurm (REBOOT_ISSUED) follows its drain: moving from draining to rebooting
+# is no return to service, and coming back from it is one, as a resume after a drain is.
+PLANNED_OUT_OF_SERVICE_STATES = DRAINED_STATES | {"rebooting"}
 ACCOUNTING_WATERMARK = "accounting"
 # Accounting is re-read this far behind the watermark: a record written late is still caught,
 # and the import is idempotent, so reading a job twice costs nothing.
@@ -154,8 +157,8 @@ def _notify_signals(change: NodeStateChange, node: Node) -> None:
         change.previous_reason
     )
     # Back in service after any drain (a resume), as well as out of a signalled state.
-    back = change.previous_state in DRAINED_STATES and change.state not in (
-        DRAINED_STATES | UNHEALTHY_STATES
+    back = change.previous_state in PLANNED_OUT_OF_SERVICE_STATES and change.state not in (
+        PLANNED_OUT_OF_SERVICE_STATES | UNHEALTHY_STATES
     )
     if health_drain and not was_health_drain:
         hooks.notify_slurm_signal(hooks.HealthCheckDrain(node=node, reason=change.reason))
