@@ -219,7 +219,9 @@ class ScontrolDriver(SlurmDriver):
             "reboot",
             "ASAP",
             f"nextstate={next_state.upper()}",
-            f'reason="{reason}"',
+            # Unlike `scontrol update Reason=`, `scontrol reboot reason=` keeps quotes: measured,
+            # '"FT-2: ..."' arrived quotes and all. The argv needs none (no shell).
+            f"reason={reason}",
             hostlist,
         )
         if result.returncode != 0:
