@@ -199,3 +199,25 @@ def test_the_api_names_a_bad_next_state(operator_api, nodes):
     assert response.status_code == 400
     assert "next_state" in response.json()
     assert not Action.objects.exists()
+
+
+def test_the_demos_simulator_finishes_a_reboot_on_the_wall_clock(nodes, monkeypatch):
+    """`make demo` runs the simulator on the real clock (no RebootProgram, no BMC): a reboot
+    asked for there must end by itself, the node back and the Action succeeded, not hang or
+    end DOWN "reboot timed out". REBOOT_SECONDS of real time, so this test waits that long."""
+    import time
+
+    from jobs.drivers.simulator import SimulatorDriver
+
+    driver = SimulatorDriver(cluster="demo-reboot", node_names=["gpu001"], history_hours=0,
+                             mean_failure_seconds=0, mean_arrival_seconds=10**9)  # fmt: skip
+    monkeypatch.setattr("jobs.action_handlers.get_slurm_driver", lambda: driver)
+    monkeypatch.setattr("jobs.action_handlers._refresh_node_states", lambda: None)
+    action, _ = request_reboot(nodes=[nodes["gpu001"]], reason="demo: reboot")
+    deadline = time.monotonic() + REBOOT_SECONDS + 15
+    while (action := run_now(action)).status == ActionStatus.QUEUED:
+        assert time.monotonic() < deadline, action.result
+        time.sleep(1)
+    assert action.status == ActionStatus.SUCCEEDED, action.last_error
+    (state,) = driver.nodes(["gpu001"])
+    assert (state.state, state.reboot_state, state.reason) == ("idle", "", "")
