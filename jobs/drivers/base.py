@@ -61,10 +61,14 @@ class SlurmNodeState:
         """Where a reboot asked of Slurm (`scontrol reboot`) stands: "requested" (sinfo's `@`:
         NODE_STATE_REBOOT_REQUESTED, waiting for the node's jobs to end), "issued" (`^`:
         NODE_STATE_REBOOT_ISSUED, the RebootProgram ran and slurmctld waits for slurmd to
-        register with a newer boot time), or "" (none). Slurm 22.05 src/common/
-        slurm_protocol_defs.c node_state_string() prints these two flags as the `@` and `^`
-        suffixes; measured on the test cluster: `drng@` / `draining@` while its job ran,
-        `boot^` / `reboot^` while rebooting (SLURM-NOTES.md)."""
+        register with a newer boot time), or "" (none). Slurm 22.05's sinfo(1), NODE STATE
+        CODES: "@ The node is pending reboot", "^ The node reboot was issued"; REBOOT_REQUESTED
+        "A request to reboot this node has been made, but hasn't been handled yet",
+        REBOOT_ISSUED "A reboot request has been sent to the agent configured to handle this
+        request". Measured on the test cluster (22.05): `sinfo -o %t/%T` printed
+        `drng@`/`draining@` while the node's job ran (scontrol: MIXED+DRAIN+REBOOT_REQUESTED)
+        and `boot^`/`reboot^` while it rebooted (DOWN+DRAIN+REBOOT_ISSUED; sinfo --json:
+        state "down", state_flags ["DRAIN", "REBOOT_ISSUED"])."""
         if "REBOOT_ISSUED" in self.flags:
             return "issued"
         if "REBOOT_REQUESTED" in self.flags:
