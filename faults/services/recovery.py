@@ -84,6 +84,10 @@ def _resume_confirmation(ticket: FaultTicket, hostnames: str) -> str:
 
 
 def _node_steps(ticket: FaultTicket, node: Node) -> list[RecoveryStep]:
+    if node.slurm_state == "rebooting":
+        # Slurm is rebooting it (REBOOT_ISSUED): the reboot's Action shows its progress and
+        # ends when the node is back; neither a drain nor another restart makes sense meanwhile.
+        return []
     out_of_service = node.slurm_state in DRAINED_STATES or node.slurm_state == "down"
     if not out_of_service:
         # A drain already on its way (the policy's) is not offered again: its Action shows.
