@@ -637,6 +637,7 @@ class ClusterSimulation:
                 drain=True,
                 reboot_next_state=next_state,
                 reboot_drained=not node["drain"],  # cancel_reboot lifts only its own drain
+                reboot_reason=reason,
                 reason=f"{reason} : reboot requested",
                 reason_set_at=self.now,
                 reason_set_by="root",
@@ -668,11 +669,14 @@ class ClusterSimulation:
         """slurmd registered with a boot time after the request: the node takes the next state
         asked for (RESUME: back in service, its reason cleared; DOWN: down, reason kept)."""
         next_state = node.get("reboot_next_state")
+        reason = node.get("reboot_reason") or ""
         node.update(boot_time=moment, reboot_next_state=None, reboot_done_at=None,
-                    reboot_drained=None)  # fmt: skip
+                    reboot_drained=None, reboot_reason=None)  # fmt: skip
         if next_state == "down":
-            node.update(drain=False, down=True, reason="reboot complete, next state DOWN",
-                        reason_set_at=moment, reason_set_by="slurm")  # fmt: skip
+            # Measured on 22.05 (a drained node, nextstate=DOWN): DOWN, the drain gone, the
+            # reboot's reason kept.
+            node.update(drain=False, down=True, reason=reason, reason_set_at=moment,
+                        reason_set_by="slurm")  # fmt: skip
         else:
             node.update(drain=False, down=False, reason="", reason_set_at=None, reason_set_by="")
 

@@ -71,6 +71,12 @@ def rebooted_ticket(make_user, clock) -> tuple[FaultTicket, object]:
     assert reboot.status == ActionStatus.QUEUED, reboot.last_error  # the node is booting
     clock.advance(seconds=REBOOT_SECONDS + 1)
     reboot = run_now(reboot)
+    # Back from the reboot, DOWN as the ticket's reboot asks (nextstate=DOWN), which the sync
+    # brings to the node's row: the node waits for its validation.
+    from jobs.sync import sync_node_states
+
+    sync_node_states(driver=action_handlers.get_slurm_driver())
+    assert Node.objects.get(hostname="gpu001").slurm_state == "down"
     assert reboot.status == ActionStatus.SUCCEEDED, reboot.last_error
     return FaultTicket.objects.get(pk=ticket.pk), oncall
 
