@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import logging
+from datetime import datetime, timedelta
 
-from jobs.drivers.base import SlurmError, SlurmUnavailable, get_slurm_driver
-from jobs.services import DRAIN_ACTION, REBOOT_ACTION, RESUME_ACTION
+from django.utils import timezone
+
+from jobs.drivers.base import SlurmError, SlurmNodeState, SlurmUnavailable, get_slurm_driver
+from jobs.services import CANCEL_REBOOT_ACTION, DRAIN_ACTION, REBOOT_ACTION, RESUME_ACTION
 from portal.actions.registry import (
+    ActionWaiting,
     PermanentActionError,
     TransientActionError,
     register_action_handler,
@@ -29,9 +33,9 @@ def slurm_attempt_lease_seconds(action=None) -> float:
     return 2 * per_command + 10
 
 
-def _call_slurm(operation, *args) -> None:
+def _call_slurm(operation, *args):
     try:
-        operation(*args)
+        return operation(*args)
     except SlurmUnavailable as error:
         raise TransientActionError(f"Slurm controller unreachable: {error}") from error
     except SlurmError as error:
@@ -78,12 +82,132 @@ def resume_nodes(action) -> dict:
 @register_action_handler(
     REBOOT_ACTION,
     lease_seconds=slurm_attempt_lease_seconds,
-    description="Ask Slurm to reboot nodes once their jobs end (scontrol reboot ASAP).",
+    description="Ask Slurm to reboot nodes once their jobs end (scontrol reboot ASAP), and "
+    "succeed when each has registered again with a newer boot time.",
     max_attempts=SLURM_ACTION_MAX_ATTEMPTS,
 )
 def reboot_nodes(action) -> dict:
-    nodes = list(action.parameters["nodes"])
-    next_state = action.parameters["next_state"]
-    _call_slurm(get_slurm_driver().reboot, nodes, action.reason, next_state)
+    """Two phases, carried between attempts in the Action's result (no worker waits on Slurm):
+    1. note each node's boot time, then `scontrol reboot ASAP nextstate=...`;
+    2. ActionWaiting, every SLURM_REBOOT_CHECK_SECONDS, until every node has registered with a
+       boot time newer than the one noted (compared in slurmctld's own clock, so a skew between
+       the portal and the controller cannot pass an old boot for a new one) and carries neither
+       REBOOT_REQUESTED nor REBOOT_ISSUED; a node that ends with no reboot pending and no new
+       boot (Slurm gave up: DOWN "reboot timed out" after ResumeTimeout, or the reboot was
+       cancelled) fails the Action with Slurm's own reason, and so does the deadline.
+    A worker killed between the request and the first wait asks again: Slurm skips a node whose
+    reboot is already pending, so only a node that finished rebooting in between reboots twice.
+    """
+    from django.conf import settings
+
+    parameters = action.parameters
+    nodes = list(parameters["nodes"])
+    next_state = parameters["next_state"]
+    driver = get_slurm_driver()
+    progress = action.result if isinstance(action.result, dict) else {}
+    if progress.get("phase") != "rebooting":
+        before = {state.name: state for state in _call_slurm(driver.nodes, nodes)}
+        _call_slurm(driver.reboot, nodes, action.reason, next_state)
+        _refresh_node_states()
+        progress = {
+            "phase": "rebooting",
+            "requested_at": timezone.now().isoformat(),
+            "boot_before": {
+                name: _iso(before[name].boot_time) if name in before else None for name in nodes
+            },
+        }
+    boot_before = {
+        name: datetime.fromisoformat(text) if text else None
+        for name, text in progress["boot_before"].items()
+    }
+    states = {state.name: state for state in _call_slurm(driver.nodes, nodes)}
+    back, waiting, failed = {}, {}, {}
+    for name in nodes:
+        state = states.get(name)
+        if state is None:
+            failed[name] = "Slurm no longer knows this node"
+            continue
+        outcome = reboot_outcome(state, boot_before.get(name), next_state)
+        {"back": back, "waiting": waiting, "failed": failed}[outcome[0]][name] = outcome[1]
+    if failed:
+        _refresh_node_states()
+        raise PermanentActionError(
+            "; ".join(f"{name}: {why}" for name, why in sorted(failed.items()))
+            + (f" (back: {', '.join(sorted(back))})" if back else "")
+        )
+    if waiting:
+        deadline = parameters.get("deadline")
+        if deadline and timezone.now() >= datetime.fromisoformat(deadline):
+            raise PermanentActionError(
+                "reboot not finished by its deadline: "
+                + "; ".join(f"{name}: {why}" for name, why in sorted(waiting.items()))
+            )
+        raise ActionWaiting(
+            {
+                **progress,
+                "back": sorted(back),
+                "waiting": waiting,
+                "progress": f"{len(back)} of {len(nodes)} back; "
+                + ", ".join(f"{name} {why}" for name, why in sorted(waiting.items())),
+            },
+            check_again_in=settings.SLURM_REBOOT_CHECK_SECONDS,
+        )
     _refresh_node_states()
-    return {"reboot_requested": nodes, "next_state": next_state}
+    return {
+        "rebooted": nodes,
+        "next_state": next_state,
+        "requested_at": progress["requested_at"],
+        "boot_times": {name: _iso(states[name].boot_time) for name in nodes},
+    }
+
+
+# slurmctld recomputes a node's boot time (now - slurmd's uptime) at every registration, so an
+# unrebooted node's boot time wanders by a second (measured: 04:24:07 -> 04:24:08 with the same
+# slurmd). A reboot moves it by at least the time the node was up, far more than this.
+BOOT_TIME_JITTER = timedelta(seconds=5)
+
+
+def reboot_outcome(
+    state: SlurmNodeState, boot_before: datetime | None, next_state: str
+) -> tuple[str, str]:
+    """("back" | "waiting" | "failed", in words) for one node of a reboot asked for when its
+    boot time was `boot_before`."""
+    rebooted = state.boot_time is not None and (
+        boot_before is None or state.boot_time > boot_before + BOOT_TIME_JITTER
+    )
+    if state.reboot_state:
+        # Slurm still owns it: REBOOT_REQUESTED (jobs running) or REBOOT_ISSUED (booting).
+        return "waiting", f"reboot {state.reboot_state} ({state.display_state})"
+    if not rebooted:
+        # No reboot pending and no new boot: Slurm gave up or someone cancelled it (scontrol
+        # cancel_reboot). Giving up, slurmctld sets the node DOWN "reboot timed out" once
+        # ResumeTimeout has passed since the RebootProgram ran; with ReturnToService=2 a node
+        # whose slurmd still answers goes straight back to IDLE and that reason is gone again
+        # (measured on the test cluster), so the words are Slurm's when it still shows them.
+        if state.reason:
+            return "failed", f"{state.reason} (Slurm: {state.display_state})"
+        return "failed", (
+            f"Slurm ended the reboot without a new boot: it was cancelled, or ResumeTimeout "
+            f"passed (reboot timed out) and the node's slurmd still answered "
+            f"(Slurm: {state.display_state})"
+        )
+    if next_state == "resume" and state.state == "down":
+        return "failed", f"rebooted but {state.display_state}: {state.reason or 'no reason'}"
+    return "back", _iso(state.boot_time)
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment else None
+
+
+@register_action_handler(
+    CANCEL_REBOOT_ACTION,
+    lease_seconds=slurm_attempt_lease_seconds,
+    description="Withdraw a reboot Slurm has not issued yet (scontrol cancel_reboot).",
+    max_attempts=SLURM_ACTION_MAX_ATTEMPTS,
+)
+def cancel_reboot_nodes(action) -> dict:
+    nodes = list(action.parameters["nodes"])
+    _call_slurm(get_slurm_driver().cancel_reboot, nodes)
+    _refresh_node_states()
+    return {"reboot_cancelled": nodes}

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
+
+from django.conf import settings
+from django.utils import timezone
 
 from inventory.hostlist import compress_hostlist
 from inventory.models import Node
@@ -14,6 +18,7 @@ from portal.services.actions import enqueue_action
 DRAIN_ACTION = "slurm.drain"
 RESUME_ACTION = "slurm.resume"
 REBOOT_ACTION = "slurm.reboot"
+CANCEL_REBOOT_ACTION = "slurm.cancel_reboot"
 # What Slurm does with a node once it is back: `scontrol reboot nextstate=RESUME|DOWN`.
 REBOOT_NEXT_STATES = ("resume", "down")
 MAX_REASON_LENGTH = 1000
@@ -115,7 +120,37 @@ def request_reboot(
         target=compress_hostlist(names),
         reason=reason,
         requested_by=requested_by,
-        parameters={"nodes": names, "next_state": next_state},
+        # The deadline is fixed when asked for (as a leaf maintenance's is): ASAP waits for
+        # the nodes' jobs, so it covers their end as well as the boot.
+        parameters={
+            "nodes": names,
+            "next_state": next_state,
+            "deadline": (
+                timezone.now() + timedelta(seconds=settings.SLURM_REBOOT_DEADLINE_SECONDS)
+            ).isoformat(),
+        },
+        idempotency_key=idempotency_key,
+        via=via,
+    )
+
+
+def request_cancel_reboot(
+    *,
+    nodes: Sequence[Node],
+    reason: str,
+    requested_by=None,
+    via: str = "api",
+    idempotency_key: str | None = None,
+) -> tuple[Action, bool]:
+    """Queue one Action that withdraws the reboot Slurm still holds for `nodes` (REBOOT_REQUESTED,
+    `scontrol cancel_reboot`): the pending slurm.reboot Action then fails, saying so."""
+    names = _node_names(nodes)
+    return enqueue_action(
+        kind=CANCEL_REBOOT_ACTION,
+        target=compress_hostlist(names),
+        reason=_clean_reason(reason),
+        requested_by=requested_by,
+        parameters={"nodes": names},
         idempotency_key=idempotency_key,
         via=via,
     )

@@ -27,6 +27,9 @@ logger = logging.getLogger(__name__)
 
 UNHEALTHY_STATES = frozenset({"down", "not_responding"})
 DRAINED_STATES = frozenset({"drained", "draining"})
+# Rebooting through Slurm (REBOOT_ISSUED) follows its drain: moving from draining to rebooting
+# is no return to service, and coming back from it is one, as a resume after a drain is.
+PLANNED_OUT_OF_SERVICE_STATES = DRAINED_STATES | {"rebooting"}
 ACCOUNTING_WATERMARK = "accounting"
 # Accounting is re-read this far behind the watermark: a record written late is still caught,
 # and the import is idempotent, so reading a job twice costs nothing.
@@ -65,12 +68,12 @@ def sync_node_states(
         return []
     now = timezone.now()
     current = Node.objects.filter(hostname__in=list(slurm_nodes)).values_list(
-        "pk", "hostname", "slurm_state", "slurm_reason"
+        "pk", "hostname", "slurm_state", "slurm_reason", "slurm_reboot"
     )
     candidates = [
         pk
-        for pk, hostname, state, reason in current
-        if _differs(slurm_nodes[hostname], state, reason)
+        for pk, hostname, state, reason, reboot in current
+        if _differs(slurm_nodes[hostname], state, reason, reboot)
     ]
     if not candidates:
         return []
@@ -81,7 +84,7 @@ def sync_node_states(
         changed_nodes: list[Node] = []
         for node in nodes:
             slurm = slurm_nodes[node.hostname]
-            if not _differs(slurm, node.slurm_state, node.slurm_reason):
+            if not _differs(slurm, node.slurm_state, node.slurm_reason, node.slurm_reboot):
                 continue
             previous, previous_reason = node.slurm_state, node.slurm_reason
             new_state = slurm.display_state
@@ -89,6 +92,7 @@ def sync_node_states(
                 node.slurm_state_changed_at = now
             node.slurm_state = new_state
             node.slurm_reason = slurm.reason
+            node.slurm_reboot = slurm.reboot_state
             changed_nodes.append(node)
             changes.append(
                 NodeStateChange(
@@ -96,7 +100,8 @@ def sync_node_states(
                 )
             )
         Node.objects.bulk_update(
-            changed_nodes, ["slurm_state", "slurm_reason", "slurm_state_changed_at", "updated_at"]
+            changed_nodes,
+            ["slurm_state", "slurm_reason", "slurm_reboot", "slurm_state_changed_at", "updated_at"],
         )
         tenants = _tenants_holding(changed_nodes, now)
         by_id = {node.pk: node for node in changed_nodes}
@@ -118,6 +123,7 @@ def sync_node_states(
                 "state": change.state,
                 "previous_state": change.previous_state,
                 "reason": change.reason,
+                "reboot": by_id[change.node_id].slurm_reboot,
                 "changed_at": by_id[change.node_id].slurm_state_changed_at,
             }
             publish(
@@ -154,8 +160,8 @@ def _notify_signals(change: NodeStateChange, node: Node) -> None:
         change.previous_reason
     )
     # Back in service after any drain (a resume), as well as out of a signalled state.
-    back = change.previous_state in DRAINED_STATES and change.state not in (
-        DRAINED_STATES | UNHEALTHY_STATES
+    back = change.previous_state in PLANNED_OUT_OF_SERVICE_STATES and change.state not in (
+        PLANNED_OUT_OF_SERVICE_STATES | UNHEALTHY_STATES
     )
     if health_drain and not was_health_drain:
         hooks.notify_slurm_signal(hooks.HealthCheckDrain(node=node, reason=change.reason))
@@ -166,8 +172,8 @@ def _notify_signals(change: NodeStateChange, node: Node) -> None:
         ))
 
 
-def _differs(slurm: SlurmNodeState, state: str, reason: str) -> bool:
-    return slurm.display_state != state or slurm.reason != reason
+def _differs(slurm: SlurmNodeState, state: str, reason: str, reboot: str) -> bool:
+    return (slurm.display_state, slurm.reason, slurm.reboot_state) != (state, reason, reboot)
 
 
 def _tenants_holding(nodes: Iterable[Node], at: datetime) -> dict[int, list[int]]:

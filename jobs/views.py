@@ -19,7 +19,7 @@ from django.views.generic import DetailView, ListView, TemplateView
 from inventory.selectors import visible_nodes
 from jobs import selectors
 from jobs.buckets import SIZE_BUCKET_LABELS
-from jobs.services import request_drain, request_resume
+from jobs.services import request_cancel_reboot, request_drain, request_resume
 from portal.errors import Conflict, InvalidInput
 from portal.ordering import Ordering, SortableListMixin
 from portal.views import RoleRequiredMixin
@@ -202,6 +202,20 @@ class NodeResumeFormView(_NodeActionView):
             reason=request.POST.get("reason", ""),
             requested_by=request.user,
             override=request.POST.get("override") == "yes",
+            via="ui",
+        )
+        return action
+
+
+class NodeCancelRebootFormView(_NodeActionView):
+    """The node panel's "Cancel the reboot", offered while Slurm holds a requested reboot."""
+
+    capability = "reboot"
+    verb = "cancel_reboot"
+
+    def request_action(self, request, nodes):
+        action, _ = request_cancel_reboot(
+            nodes=nodes, reason=request.POST.get("reason", ""), requested_by=request.user,
             via="ui",
         )
         return action

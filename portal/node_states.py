@@ -17,7 +17,15 @@ GRID_STATES = {
     "unknown": "?",
 }
 # Slurm's words (SlurmNodeState.display_state) that the grid shows as one of its states.
-_STATE_ALIASES = {"not_responding": "down", "completing": "allocated", "": "unknown"}
+# A node Slurm is rebooting (REBOOT_ISSUED, sinfo's "reboot^") is out of service on purpose,
+# as a drained one is.
+_STATE_ALIASES = {
+    "not_responding": "down",
+    "completing": "allocated",
+    "rebooting": "drained",
+    "reboot": "drained",
+    "": "unknown",
+}
 
 
 def grid_state(slurm_state: str) -> str:

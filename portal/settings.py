@@ -340,6 +340,12 @@ SLURM_COMMAND_TIMEOUT = env_float(ENV, "SLURM_COMMAND_TIMEOUT", 30.0)
 # A drain or resume first checks that slurmctld knows every named node (an update naming an
 # unknown one still changes the others); a node it confirmed this recently is not checked again.
 SLURM_KNOWN_NODE_SECONDS = env_float(ENV, "SLURM_KNOWN_NODE_SECONDS", 60.0)
+# A reboot through Slurm (scontrol reboot ASAP) waits for the nodes' jobs, then for slurmd to
+# register with a new boot time: the Action checks every SLURM_REBOOT_CHECK_SECONDS and fails
+# SLURM_REBOOT_DEADLINE_SECONDS after the request (Slurm's own ResumeTimeout usually ends a
+# reboot that does not come back sooner, "reboot timed out").
+SLURM_REBOOT_CHECK_SECONDS = env_float(ENV, "SLURM_REBOOT_CHECK_SECONDS", 5.0)
+SLURM_REBOOT_DEADLINE_SECONDS = env_float(ENV, "SLURM_REBOOT_DEADLINE_SECONDS", 4 * 3600.0)
 # slurmrestd driver: base URL, the JWT user, and the token itself or a file holding it (read on
 # every request, so a rotated token is picked up without a restart).
 SLURM_REST_URL = ENV.get("SLURM_REST_URL", "http://127.0.0.1:6820")

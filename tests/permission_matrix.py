@@ -524,6 +524,15 @@ MATRIX: dict[str, Route] = {
             ),
         )
     ),
+    "jobs:node-cancel-reboot": Route(
+        (
+            post(
+                "/jobs/nodes/cancel-reboot/",
+                page("reboot", 302),
+                note="errors come back as a message",
+            ),
+        )
+    ),
     # --- console (issue 15): impact of taking something out, scoped to what each role sees ---
     "api:console:impact": Route(
         (
@@ -555,6 +564,9 @@ MATRIX: dict[str, Route] = {
     "api:jobs:analytics": Route((get("/api/jobs/analytics/", api("read_jobs")),)),
     "api:jobs:node-drain": Route((post("/api/jobs/nodes/drain", api("drain", 400)),)),
     "api:jobs:node-reboot": Route((post("/api/jobs/nodes/reboot", api("reboot", 400)),)),
+    "api:jobs:node-cancel-reboot": Route(
+        (post("/api/jobs/nodes/cancel-reboot", api("reboot", 400)),)
+    ),
     "api:jobs:node-resume": Route((post("/api/jobs/nodes/resume", api("resume", 400)),)),
 }
 

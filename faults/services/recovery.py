@@ -84,6 +84,10 @@ def _resume_confirmation(ticket: FaultTicket, hostnames: str) -> str:
 
 
 def _node_steps(ticket: FaultTicket, node: Node) -> list[RecoveryStep]:
+    if node.slurm_state == "rebooting":
+        # Slurm is rebooting it (REBOOT_ISSUED): the reboot's Action shows its progress and
+        # ends when the node is back; neither a drain nor another restart makes sense meanwhile.
+        return []
     out_of_service = node.slurm_state in DRAINED_STATES or node.slurm_state == "down"
     if not out_of_service:
         # A drain already on its way (the policy's) is not offered again: its Action shows.
@@ -109,7 +113,12 @@ def _node_steps(ticket: FaultTicket, node: Node) -> list[RecoveryStep]:
         if has_bmc(node):
             recover.append(
                 RecoveryStep("power_cycle", f"Power cycle {node.hostname} (BMC)", "power"))
-    if node.slurm_state in DRAINED_STATES and not owned_by_node_health_check(node.slurm_reason):
+    # A reboot through Slurm for the ticket leaves a node that was drained DOWN (nextstate=DOWN;
+    # measured on 22.05: DOWN, the drain gone, the reboot's reason kept): that node is waiting
+    # for its validation just as a drained one is.
+    left_down = node.slurm_state == "down" and restarted_unvalidated
+    if (node.slurm_state in DRAINED_STATES or left_down) and not owned_by_node_health_check(
+            node.slurm_reason):
         # The checked way back comes before the plain resume (jobs/validation_run.py); a node
         # NHC drained is NHC's to resume.
         validate = RecoveryStep("validate", f"Validate, then resume {node.hostname}", "resume")

@@ -196,6 +196,7 @@ class NodeSerializer(StrictModelSerializer):
             "slurm_state",
             "slurm_reason",
             "slurm_state_changed_at",
+            "slurm_reboot",
             "bmc_address",
             "bmc_system_id",
             "bmc_credentials_ref",
@@ -203,7 +204,8 @@ class NodeSerializer(StrictModelSerializer):
             "updated_at",
         ]
         # Slurm's view of a node belongs to the jobs app's sync, not to inventory writes.
-        read_only_fields = ["slurm_state", "slurm_reason", "slurm_state_changed_at"]
+        read_only_fields = [
+            "slurm_state", "slurm_reason", "slurm_state_changed_at", "slurm_reboot"]
 
     def validate_disks(self, value):
         if not isinstance(value, list) or not all(isinstance(disk, dict) for disk in value):

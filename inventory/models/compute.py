@@ -45,6 +45,11 @@ class Node(models.Model):
     slurm_state = models.CharField(max_length=32, blank=True, db_index=True)
     slurm_reason = models.TextField(blank=True)
     slurm_state_changed_at = models.DateTimeField(null=True, blank=True)
+    # A reboot Slurm holds for the node (`scontrol reboot`): "requested" (REBOOT_REQUESTED,
+    # sinfo's `@`: waiting for its jobs), "issued" (REBOOT_ISSUED, `^`: booting), or blank.
+    slurm_reboot = models.CharField(
+        max_length=16, blank=True, choices=[("requested", "requested"), ("issued", "issued")]
+    )
     # The node's BMC (Redfish). The address is NetBox's `oob_ip`; the credentials are a name in
     # the BMC credentials store (BMC_CREDENTIALS_FILE), never a password.
     bmc_address = models.GenericIPAddressField(

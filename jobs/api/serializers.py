@@ -53,6 +53,10 @@ class NodeRebootRequestSerializer(NodeActionRequestSerializer):
     )
 
 
+class NodeCancelRebootRequestSerializer(NodeActionRequestSerializer):
+    pass
+
+
 class JobSerializer(serializers.ModelSerializer):
     url = serializers.HyperlinkedIdentityField(
         view_name="api:jobs:job-detail", lookup_field="job_id"

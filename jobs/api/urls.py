@@ -16,5 +16,8 @@ urlpatterns = [
     re_path(r"^nodes/drain/?$", views.NodeDrainView.as_view(), name="node-drain"),
     re_path(r"^nodes/resume/?$", views.NodeResumeView.as_view(), name="node-resume"),
     re_path(r"^nodes/reboot/?$", views.NodeRebootView.as_view(), name="node-reboot"),
+    re_path(
+        r"^nodes/cancel-reboot/?$", views.NodeCancelRebootView.as_view(), name="node-cancel-reboot"
+    ),
     *router.urls,
 ]

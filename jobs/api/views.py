@@ -17,7 +17,12 @@ from jobs import selectors
 from jobs.api import serializers as job_serializers
 from jobs.buckets import SIZE_BUCKET_LABELS
 from jobs.models import Job
-from jobs.services import request_drain, request_reboot, request_resume
+from jobs.services import (
+    request_cancel_reboot,
+    request_drain,
+    request_reboot,
+    request_resume,
+)
 from portal.api.serializers import ActionSerializer
 from portal.api.views import action_accepted
 from portal.api.viewsets import SelectorQuerysetMixin
@@ -164,6 +169,34 @@ class NodeRebootView(APIView):
                 nodes=nodes,
                 reason=data["reason"],
                 next_state=data["next_state"],
+                requested_by=request.user,
+                idempotency_key=_idempotency_key(request, data),
+            )
+        return action_accepted(request, action)
+
+
+class NodeCancelRebootView(APIView):
+    """Withdraw a reboot Slurm still holds for nodes (REBOOT_REQUESTED, waiting for jobs):
+    `scontrol cancel_reboot`, which also lifts the drain ASAP added. A reboot already issued
+    (REBOOT_ISSUED, booting) cannot be called back; the Action fails saying so."""
+
+    write_capability = "reboot"
+
+    @extend_schema(
+        operation_id="jobs_node_cancel_reboot_create",
+        summary="Cancel a requested reboot through Slurm (202 with the Action)",
+        request=job_serializers.NodeCancelRebootRequestSerializer,
+        responses=NODE_ACTION_RESPONSES,
+    )
+    def post(self, request):
+        body = job_serializers.NodeCancelRebootRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        with transaction.atomic():
+            nodes = _requested_nodes(request, data)
+            action, _ = request_cancel_reboot(
+                nodes=nodes,
+                reason=data["reason"],
                 requested_by=request.user,
                 idempotency_key=_idempotency_key(request, data),
             )

@@ -219,11 +219,37 @@ class ScontrolDriver(SlurmDriver):
             "reboot",
             "ASAP",
             f"nextstate={next_state.upper()}",
-            f'reason="{reason}"',
+            # Unlike `scontrol update Reason=`, `scontrol reboot reason=` keeps quotes: measured,
+            # '"FT-2: ..."' arrived quotes and all. The argv needs none (no shell).
+            f"reason={reason}",
             hostlist,
         )
         if result.returncode != 0:
             raise self._error(result)
+
+    def cancel_reboot(self, names: Sequence[str]) -> None:
+        hostlist = compress_hostlist(checked_node_names(names))
+        self._require_known(names, hostlist)
+        result = self._run("scontrol", "cancel_reboot", hostlist)
+        if result.returncode == 0:
+            return
+        if INVALID_NODE_STATE not in result.message:
+            raise self._error(result)
+        # 22.05 says "Invalid node state specified" (exit 1) when a named node has no reboot
+        # requested, yet cancels the others: what counts is what is still pending.
+        flags = self._node_flags(hostlist)
+        issued = sorted(name for name, words in flags.items() if "REBOOT_ISSUED" in words)
+        if issued:
+            raise SlurmRejected(
+                f"{result.command}: the reboot of {compress_hostlist(issued)} is already issued "
+                "(the RebootProgram ran); it cannot be called back"
+            )
+        still = sorted(name for name, words in flags.items() if "REBOOT_REQUESTED" in words)
+        if still:
+            raise SlurmRejected(
+                f"{result.command}: {result.message}; still requested: {compress_hostlist(still)}"
+            )
+        logger.info("cancel_reboot of %s: %r, no reboot pending any more", hostlist, result.message)
 
     # --- reservations (tenants' allocations) ---------------------------------------------------
 

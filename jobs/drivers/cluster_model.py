@@ -28,6 +28,10 @@ DAY = 86_400.0
 WEEK = 7 * DAY
 MAX_TIME_LIMIT_SECONDS = 14 * DAY  # the partition's MaxTime: longer runs end in TIMEOUT
 MAX_CATCH_UP_SECONDS = 7 * DAY  # a simulator idle for longer skips the gap's arrivals
+# How long a simulated node takes from "reboot issued" (its jobs ended, the RebootProgram ran)
+# until its slurmd registers with a new boot time: about what the test cluster's power cycle
+# through sushy-emulator takes (two BMC changes of 1-11 s each).
+REBOOT_SECONDS = 20.0
 
 # Share of jobs per size bucket (Observation 2); the paper's cluster never ran above 64 nodes.
 BUCKET_WEIGHTS = {
@@ -244,6 +248,11 @@ class ClusterSimulation:
                 for node in state["nodes"].values():
                     if node["recover_at"] is not None and node["recover_at"] <= moment:
                         self._recover(node)
+            elif kind == "rebooted":
+                for node in state["nodes"].values():
+                    done_at = node.get("reboot_done_at")
+                    if done_at is not None and done_at <= moment:
+                        self._finish_reboot(node, moment)
             elif kind == "reservation":
                 self._expire_reservations(moment)
             elif kind == "fail":
@@ -263,6 +272,9 @@ class ClusterSimulation:
         recoveries = [n["recover_at"] for n in state["nodes"].values() if n["recover_at"]]
         if recoveries:
             candidates.append((min(recoveries), 1, "recover"))
+        reboots = [n["reboot_done_at"] for n in state["nodes"].values() if n.get("reboot_done_at")]
+        if reboots:
+            candidates.append((min(reboots), 1, "rebooted"))
         if state["next_failure_at"] is not None:
             candidates.append((state["next_failure_at"], 2, "fail"))
         boundaries = self._reservation_boundaries()
@@ -389,6 +401,7 @@ class ClusterSimulation:
             node = self.state["nodes"].get(name)
             if node is not None and node["job"] == job_id:
                 node["job"] = None
+                self._issue_reboot(node, moment)
         exit_code, signal = job["exit_code"], job["signal"]
         if final_state == "NODE_FAIL":
             exit_code, signal = 0, 0
@@ -613,7 +626,9 @@ class ClusterSimulation:
 
     def request_reboot(self, names: list[str], reason: str, next_state: str) -> None:
         """Like `scontrol reboot ASAP nextstate=...`: the node is drained (no new jobs) and
-        flagged REBOOT_REQUESTED until it reboots; a node already asked keeps its request."""
+        flagged REBOOT_REQUESTED until its jobs end; then the reboot is issued (REBOOT_ISSUED,
+        DOWN) and REBOOT_SECONDS later the node registers with a new boot time and takes
+        `next_state`. A node already asked keeps its request (Slurm skips it too)."""
         for name in names:
             node = self.state["nodes"][name]
             if node.get("reboot_next_state"):
@@ -621,11 +636,49 @@ class ClusterSimulation:
             node.update(
                 drain=True,
                 reboot_next_state=next_state,
+                reboot_drained=not node["drain"],  # cancel_reboot lifts only its own drain
+                reboot_reason=reason,
                 reason=f"{reason} : reboot requested",
                 reason_set_at=self.now,
                 reason_set_by="root",
             )
+            if node["job"] is None:
+                self._issue_reboot(node, self.now)
         self.changed = True
+
+    def cancel_reboot(self, names: list[str]) -> None:
+        """Like `scontrol cancel_reboot`: a requested reboot is withdrawn with the drain it
+        added (measured on Slurm 22.05: MIXED+DRAIN+REBOOT_REQUESTED -> MIXED, reason gone);
+        an issued one cannot be called back and goes on."""
+        for name in names:
+            node = self.state["nodes"][name]
+            if not node.get("reboot_next_state") or node.get("reboot_done_at") is not None:
+                continue
+            if node.get("reboot_drained", True):
+                node.update(drain=False, reason="", reason_set_at=None, reason_set_by="")
+            node.update(reboot_next_state=None, reboot_drained=None)
+        self._schedule(self.now)
+        self.changed = True
+
+    def _issue_reboot(self, node: dict, moment: float) -> None:
+        """The node's jobs have ended: Slurm runs the RebootProgram (REBOOT_ISSUED)."""
+        if node.get("reboot_next_state") and node.get("reboot_done_at") is None:
+            node["reboot_done_at"] = moment + REBOOT_SECONDS
+
+    def _finish_reboot(self, node: dict, moment: float) -> None:
+        """slurmd registered with a boot time after the request: the node takes the next state
+        asked for (RESUME: back in service, its reason cleared; DOWN: down, reason kept)."""
+        next_state = node.get("reboot_next_state")
+        reason = node.get("reboot_reason") or ""
+        node.update(boot_time=moment, reboot_next_state=None, reboot_done_at=None,
+                    reboot_drained=None, reboot_reason=None)  # fmt: skip
+        if next_state == "down":
+            # Measured on 22.05 (a drained node, nextstate=DOWN): DOWN, the drain gone, the
+            # reboot's reason kept.
+            node.update(drain=False, down=True, reason=reason, reason_set_at=moment,
+                        reason_set_by="slurm")  # fmt: skip
+        else:
+            node.update(drain=False, down=False, reason="", reason_set_at=None, reason_set_by="")
 
     def resume(self, names: list[str]) -> list[str]:
         """Like `scontrol update State=RESUME`. The drain is cleared everywhere; nodes that do

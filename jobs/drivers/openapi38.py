@@ -98,6 +98,7 @@ def parse_nodes(document: Mapping[str, Any]) -> list[SlurmNodeState]:
             reason_set_by=raw.get("reason_set_by_user") or "",
             gpus_total=gpus_from_gres(raw.get("gres")),
             gpus_used=gpus_from_gres(raw.get("gres_used")),
+            boot_time=epoch_to_datetime(raw.get("boot_time")),
         )
     return [nodes[name] for name in sorted(nodes)]
 

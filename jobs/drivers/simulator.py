@@ -140,6 +140,15 @@ class SimulatorDriver(SlurmDriver):
 
         self._run(apply)
 
+    def cancel_reboot(self, names: Sequence[str]) -> None:
+        names = checked_node_names(names)
+
+        def apply(simulation: ClusterSimulation) -> None:
+            self._check_names(simulation, names)
+            simulation.cancel_reboot(names)
+
+        self._run(apply)
+
     def resume(self, names: Sequence[str]) -> None:
         names = checked_node_names(names)
 
@@ -501,8 +510,9 @@ class SimulatorDriver(SlurmDriver):
     def _node_state(name: str, node: dict, running: dict, reserved: bool) -> SlurmNodeState:
         job = running.get(node["job"]) if node["job"] is not None else None
         gpus_used = job.get("gpus_per_node", GPUS_PER_NODE) if job is not None else 0
-        if node["down"]:
-            base = "down"
+        rebooting = node.get("reboot_done_at") is not None
+        if node["down"] or rebooting:
+            base = "down"  # Slurm shows a node it reboots as DOWN+REBOOT_ISSUED
         elif job is not None:
             # An injected job may take part of a node's GPUs (sbatch --gres=gpu:N): mixed.
             base = "allocated" if gpus_used >= GPUS_PER_NODE else "mixed"
@@ -511,7 +521,9 @@ class SimulatorDriver(SlurmDriver):
         flags = []
         if node["drain"]:
             flags.append("DRAIN")
-        if node.get("reboot_next_state"):
+        if rebooting:
+            flags.append("REBOOT_ISSUED")
+        elif node.get("reboot_next_state"):
             flags.append("REBOOT_REQUESTED")
         if node["not_responding"]:
             flags.append("NOT_RESPONDING")
@@ -526,6 +538,7 @@ class SimulatorDriver(SlurmDriver):
             reason_set_by=node["reason_set_by"],
             gpus_total=GPUS_PER_NODE,
             gpus_used=gpus_used,
+            boot_time=_to_datetime(node.get("boot_time")),
         )
 
     @staticmethod

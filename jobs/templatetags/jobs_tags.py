@@ -24,6 +24,12 @@ def may_drain(context) -> bool:
     return bool(request and may(request.user, "drain"))
 
 
+@register.simple_tag(takes_context=True)
+def may_reboot(context) -> bool:
+    request = context.get("request")
+    return bool(request and may(request.user, "reboot"))
+
+
 @register.filter
 def duration(seconds) -> str:
     """Seconds as `2d 03:04:05` or `03:04:05`, as squeue shows runtimes."""

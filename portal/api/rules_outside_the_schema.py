@@ -191,6 +191,10 @@ RULES_OUTSIDE_THE_SCHEMA: dict[str, tuple[str, ...]] = {
         "Exactly one of `hostlist` or `node_ids` names the nodes.",
         HOSTLIST_NODES,
     ),
+    "POST /api/jobs/nodes/cancel-reboot/": (
+        "Exactly one of `hostlist` or `node_ids` names the nodes.",
+        HOSTLIST_NODES,
+    ),
     "POST /api/tokens/": (
         "`expires_at` is in the future and at most API_TOKEN_MAX_LIFETIME_DAYS (365) days ahead.",
     ),

@@ -8,7 +8,10 @@
  *   renders what the user may see, so a tenant admin's page never learns of other tenants. */
 (() => {
   "use strict";
-  const ALIASES = { not_responding: "down", completing: "allocated", "": "unknown" };
+  const ALIASES = {
+    not_responding: "down", completing: "allocated", rebooting: "drained", reboot: "drained",
+    "": "unknown",
+  };
   const KNOWN = new Set(["idle", "allocated", "mixed", "draining", "drained", "down", "unknown"]);
   const REFRESH_DELAY_MS = { faults: 250, jobs: 1000 };
   const REGIONS = ["cluster-nodes-card", "cluster-gpus-card", "cluster-faults-card", "cluster-grid-card"];

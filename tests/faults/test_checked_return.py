@@ -17,6 +17,7 @@ from faults.models import FaultTicket
 from faults.services.recovery import recovery_steps, request_recovery
 from inventory.models import Node
 from jobs import action_handlers, validation_run
+from jobs.drivers.cluster_model import REBOOT_SECONDS
 from jobs.drivers.simulator import BATCH_JOB_SECONDS, SimulatorDriver
 from jobs.services import REBOOT_ACTION, RESUME_ACTION
 from portal.errors import Conflict
@@ -59,13 +60,23 @@ def run_now(action: Action) -> Action:
     return action
 
 
-def rebooted_ticket(make_user) -> tuple[FaultTicket, object]:
-    """An XID ticket whose drained node was rebooted through Slurm from the ticket."""
+def rebooted_ticket(make_user, clock) -> tuple[FaultTicket, object]:
+    """An XID ticket whose drained node was rebooted through Slurm from the ticket: the
+    reboot Action waits until the node has booted again, then succeeds."""
     oncall = make_user(Role.ONCALL)
     ticket = xid_ticket()
     drained()
     reboot = run_now(request_recovery(ticket=ticket, step="reboot", actor=oncall))
     assert reboot.kind == REBOOT_ACTION
+    assert reboot.status == ActionStatus.QUEUED, reboot.last_error  # the node is booting
+    clock.advance(seconds=REBOOT_SECONDS + 1)
+    reboot = run_now(reboot)
+    # Back from the reboot, DOWN as the ticket's reboot asks (nextstate=DOWN), which the sync
+    # brings to the node's row: the node waits for its validation.
+    from jobs.sync import sync_node_states
+
+    sync_node_states(driver=action_handlers.get_slurm_driver())
+    assert Node.objects.get(hostname="gpu001").slurm_state == "down"
     assert reboot.status == ActionStatus.SUCCEEDED, reboot.last_error
     return FaultTicket.objects.get(pk=ticket.pk), oncall
 
@@ -79,7 +90,7 @@ def validate(ticket, actor, clock) -> Action:
 
 def test_a_passed_validation_is_recorded_on_the_ticket_and_lets_it_resume(
         fleet, slurm, clock, make_user, api_as):  # noqa: F811
-    ticket, oncall = rebooted_ticket(make_user)
+    ticket, oncall = rebooted_ticket(make_user, clock)
     reboot = ticket.actions.get(kind=REBOOT_ACTION)
     # Restarted, not validated: validating is the primary step now, before another restart.
     assert [step.step for step in recovery_steps(ticket, user=oncall)] == [
@@ -124,7 +135,7 @@ def test_a_passed_validation_is_recorded_on_the_ticket_and_lets_it_resume(
 
 def test_a_failed_validation_keeps_the_node_out_unless_overridden_with_a_reason(
         fleet, slurm, clock, make_user, api_as, tmp_path):  # noqa: F811
-    ticket, oncall = rebooted_ticket(make_user)
+    ticket, oncall = rebooted_ticket(make_user, clock)
     marker = tmp_path / "fail"
     marker.touch()
     from django.conf import settings
@@ -166,8 +177,9 @@ def test_a_failed_validation_keeps_the_node_out_unless_overridden_with_a_reason(
     assert "GPU 3 replaced" in audit.note and audit.after["action"] == resume.pk
 
 
-def test_the_node_resume_follows_the_same_rule(fleet, slurm, make_user, api_as, client):  # noqa: F811
-    ticket, _ = rebooted_ticket(make_user)
+def test_the_node_resume_follows_the_same_rule(
+        fleet, slurm, clock, make_user, api_as, client):  # noqa: F811
+    ticket, _ = rebooted_ticket(make_user, clock)
     api = api_as(Role.OPERATOR)
 
     refused = api.post(RESUME_URL, {"hostlist": "gpu001", "reason": "looks fine"}, format="json")
@@ -199,7 +211,7 @@ def test_a_ticket_nothing_was_done_for_holds_no_validation(fleet, make_user):  #
 
 def test_the_ticket_page_shows_the_validation_and_asks_for_the_override_reason(
         fleet, slurm, clock, make_user, client):  # noqa: F811
-    ticket, oncall = rebooted_ticket(make_user)
+    ticket, oncall = rebooted_ticket(make_user, clock)
     client.force_login(oncall)
 
     page = client.get(f"/faults/{ticket.pk}/").content.decode()

@@ -71,6 +71,16 @@ def test_a_fresh_critical_xid_ticket_never_offers_a_bare_resume_first(fleet, mak
     assert action in ticket.actions.all()
 
 
+def test_a_node_slurm_is_rebooting_is_offered_no_step_meanwhile(fleet, make_user):
+    oncall = make_user(Role.ONCALL)
+    ticket = xid_ticket()
+    Action.objects.filter(kind="slurm.drain").update(status="succeeded")
+    # REBOOT_ISSUED: the sync's "rebooting" (Slurm's DOWN+REBOOT_ISSUED). Not a node to drain
+    # (it offered "Drain gpu001" here) nor to restart again; its reboot Action shows progress.
+    drained(state="rebooting")
+    assert recovery_steps(FaultTicket.objects.get(pk=ticket.pk), user=oncall) == []
+
+
 def test_a_resume_on_an_open_critical_ticket_needs_confirming(fleet, make_user):
     oncall = make_user(Role.ONCALL)
     ticket = xid_ticket()

@@ -17,6 +17,7 @@ this process, so the exit status tells slurmctld whether the BMCs did what was a
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from django.core.management.base import BaseCommand, CommandError
@@ -43,7 +44,7 @@ def _cycle(node: Node) -> str | None:
                 node=node, operation=operation, reason=REASON, force=True, via="slurm"
             )
             run_action(action_id=action.pk, worker="slurm-reboot-program")
-            action.refresh_from_db()
+            _wait_until_finished(action)
             if action.status != "succeeded":
                 return f"{node.hostname}: {operation} {action.status}: {action.last_error}"
         return None
@@ -51,6 +52,20 @@ def _cycle(node: Node) -> str | None:
         return f"{node.hostname}: {error}"
     finally:
         connection.close()  # each worker thread opened its own
+
+
+def _wait_until_finished(action) -> None:
+    """Where a worker runs (production; the Chromium story), the Action was also sent to it on
+    commit, and whichever claims it first carries it out: run_action here then returns at once
+    ("already running") with the Action still running. Wait for its end either way, bounded by
+    what one attempt may take, so the exit status says what the BMC did."""
+    from django.conf import settings
+
+    deadline = time.monotonic() + settings.BMC_POWER_DEADLINE_SECONDS + 2 * settings.BMC_TIMEOUT
+    action.refresh_from_db()
+    while not action.is_terminal and time.monotonic() < deadline:
+        time.sleep(0.5)
+        action.refresh_from_db()
 
 
 class Command(BaseCommand):
