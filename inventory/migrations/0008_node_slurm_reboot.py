@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('inventory', '0006_spares'),
+        ('inventory', '0007_search_indexes'),
     ]
 
     operations = [
