@@ -21,6 +21,7 @@ from faults.models import Category, FaultTicket
 from faults.selectors import ticket_list
 from faults.workflow import OPEN_STATUSES
 from inventory.models import GPU
+from inventory.revision import cached_by_revision
 from inventory.selectors import visible_nodes
 from jobs.models import Job
 from jobs.selectors import running_jobs, visible_jobs
@@ -236,6 +237,23 @@ def _maintenance_by_node(*, user) -> dict[str, int]:
     return running_window_by_node()
 
 
+def _gpus_by_place(*, user, visible) -> Counter:
+    """{(pod, rack): GPUs} of the visible nodes. For a reader of the whole cluster it is the same
+    for every reader until the inventory changes, and counting 100,000 GPUs through their nodes
+    was the largest query of the dashboard at scale 125 (0.23-0.36 s): cached per revision."""
+
+    def count() -> Counter:
+        return Counter(dict(
+            ((place_pod, place_rack), count)
+            for place_pod, place_rack, count in GPU.objects.filter(node__in=visible).order_by()
+            .values_list("node__pod__name", "node__rack__name").annotate(count=Count("id"))
+        ))
+
+    if may(user, "read_cluster"):
+        return cached_by_revision("dashboard-gpus-by-place", count)
+    return count()
+
+
 def gpus_in_use(*, user) -> int:
     """GPUs that the running jobs `user` may see hold on the nodes `user` may see: the same
     nodes the total counts, so the figure is never "8 of 0" (a tenant's job running outside
@@ -411,11 +429,7 @@ def _fleet_grid(*, user, groups, pod: str, rack: str, problems_only: bool) -> Cl
     if not problems_only and in_scope > settings.DASHBOARD_AGGREGATE_ABOVE_NODES:
         level = "rack" if pod and not rack else "pod" if not pod else ""
 
-    gpus_by_place = Counter(dict(
-        ((place_pod, place_rack), count)
-        for place_pod, place_rack, count in GPU.objects.filter(node__in=visible).order_by()
-        .values_list("node__pod__name", "node__rack__name").annotate(count=Count("id"))
-    ))
+    gpus_by_place = _gpus_by_place(user=user, visible=visible)
     may_read_jobs = may(user, "read_jobs")
     in_use_by_place: Counter[tuple] = Counter()
     if may_read_jobs:

@@ -162,9 +162,11 @@ def _port_far_ends(switch_ids: list[int] | None = None) -> dict[int, str]:
     far: dict[int, str] = {}
     cables = active_cables()
     if switch_ids is not None:
-        cables = cables.filter(
-            Q(a_port__switch_id__in=switch_ids) | Q(b_port__switch_id__in=switch_ids)
-        )
+        # One indexed lookup per cable end, UNION ALL'd (a cable between two of the switches
+        # comes twice, harmlessly): an OR of the two joined ends made PostgreSQL hash every
+        # cable and port of the fleet, 0.9 s for one spine at scale 125.
+        cables = cables.filter(a_port__switch_id__in=switch_ids).union(
+            cables.filter(b_port__switch_id__in=switch_ids), all=True)
     for a_port, b_port, a_nic, b_nic in cables.values_list(
         "a_port_id", "b_port_id", "a_nic_id", "b_nic_id"
     ):
