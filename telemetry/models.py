@@ -46,7 +46,16 @@ class JobUtilisationSummary(models.Model):
         verbose_name = "job utilisation summary"
         verbose_name_plural = "job utilisation summaries"
         indexes = [
-            # Observation 3's period filter; the tenant's, for a tenant admin or ?tenant=.
+            # Observation 3 over a long period reads this index alone, already in bucket order:
+            # no sort before percentile_disc groups, no heap (PostgreSQL; a whole year of a
+            # million jobs 1.5 s -> 0.7 s under load, bench/README.md).
+            models.Index(
+                fields=["node_bucket", "end_time"],
+                include=["job_id", "mean_percent", "low_share", "gpu_time_weight",
+                         "summarised_at", "tenant_id"],
+                name="jobsummary_bucket_end",
+            ),
+            # A short period's rows, and the jobs that just ended; one tenant's.
             models.Index(fields=["end_time"], name="jobsummary_end"),
             models.Index(fields=["tenant", "end_time"], name="jobsummary_tenant_end"),
         ]

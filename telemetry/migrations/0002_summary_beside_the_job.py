@@ -82,6 +82,10 @@ class Migration(migrations.Migration):
         ),
         migrations.AddIndex(
             model_name='jobutilisationsummary',
+            index=models.Index(fields=['node_bucket', 'end_time'], include=['job_id', 'mean_percent', 'low_share', 'gpu_time_weight', 'summarised_at', 'tenant_id'], name='jobsummary_bucket_end'),
+        ),
+        migrations.AddIndex(
+            model_name='jobutilisationsummary',
             index=models.Index(fields=['end_time'], name='jobsummary_end'),
         ),
         migrations.AddIndex(
