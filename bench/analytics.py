@@ -151,14 +151,19 @@ def load(count: int, seed: int) -> float:
         # What telemetry.services.summarise_finished_jobs would have stored for each finished
         # GPU job; a tenth without samples (before Prometheus's retention).
         summaries.execute("SELECT setseed(0.16)")
+        # Each row carries the job's columns telemetry copies beside it (end, node-count
+        # bucket, GPU time, tenant), as telemetry.services.record_finished_jobs writes them.
+        # bucket_sql() is made of SIZE_BUCKETS' integers, nothing from outside.
         summaries.execute(
-            "INSERT INTO telemetry_jobutilisationsummary "
-            "(job_id, mean_percent, low_share, gpus_reporting, summarised_at, settled) "
+            "INSERT INTO telemetry_jobutilisationsummary "  # noqa: S608
+            "(job_id, mean_percent, low_share, gpus_reporting, summarised_at, settled, "
+            "end_time, node_bucket, gpu_time_weight, tenant_id) "
             "SELECT id, mean, CASE WHEN mean IS NULL THEN NULL ELSE random() END, gpus, now(), "
-            "true FROM (SELECT id, gpus, state, start_time, end_time, "
+            f"true, end_time, {bucket_sql()}, COALESCE(gpu_seconds, elapsed_seconds * gpus, 0), "
+            "tenant_id FROM (SELECT *, "
             "CASE WHEN random() < 0.1 THEN NULL ELSE random() * 100 END AS mean "
             "FROM jobs_job) AS jobs "
-            "WHERE gpus > 0 AND start_time IS NOT NULL AND end_time IS NOT NULL "
+            "WHERE gpus > 0 AND end_time IS NOT NULL "
             "AND state NOT IN ('RUNNING', 'PENDING', 'COMPLETING', 'CONFIGURING', 'SUSPENDED')"
         )
     raw.commit()
@@ -167,6 +172,19 @@ def load(count: int, seed: int) -> float:
         vacuum.execute("VACUUM ANALYZE jobs_job")
         vacuum.execute("VACUUM ANALYZE telemetry_jobutilisationsummary")
     return load_seconds
+
+
+def bucket_sql() -> str:
+    """jobs.buckets.SIZE_BUCKETS as SQL over node_count: the bucket's index, -1 for none."""
+    from jobs.buckets import SIZE_BUCKETS
+
+    whens = " ".join(
+        f"WHEN node_count >= {bucket.min_nodes}"
+        + (f" AND node_count <= {bucket.max_nodes}" if bucket.max_nodes is not None else "")
+        + f" THEN {index}"
+        for index, bucket in enumerate(SIZE_BUCKETS)
+    )
+    return f"CASE {whens} ELSE -1 END"
 
 
 def backend_cpu_seconds() -> float | None:
@@ -201,7 +219,8 @@ def timed(function, repeat: int) -> dict:
     }
 
 
-def measure(user, period, repeat: int, observations: bool = True) -> dict:
+def measure(user, period, repeat: int, observations: bool = True,
+            observation3: bool = False, whole_answer: bool = True) -> dict:
     from jobs import analytics
 
     now = datetime.combine(FIRST_DAY + timedelta(days=DAYS), datetime.min.time(), tzinfo=UTC)
@@ -224,10 +243,11 @@ def measure(user, period, repeat: int, observations: bool = True) -> dict:
             "daily_submissions": timed(
                 tuned(analytics.daily_submissions, selected.jobs, period), repeat),
         }
-    results["whole_answer"] = timed(
-        lambda: analytics.workload_analytics(user=user, period=period, now=now), repeat
-    )
-    if observations:
+    if whole_answer:
+        results["whole_answer"] = timed(
+            lambda: analytics.workload_analytics(user=user, period=period, now=now), repeat
+        )
+    if observations or observation3:
         from telemetry import selectors
 
         answer = selectors.observation3(user=user, period=period, now=now)
@@ -247,7 +267,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=16)
     parser.add_argument("--database", default="portal_bench_analytics")
     parser.add_argument("--keep-database", action="store_true")
+    parser.add_argument("--observation3-only", action="store_true",
+                        help="time only Observation 3 (operator: year, 90 days; tenant admin)")
     options = parser.parse_args()
+    only3 = options.observation3_only
     if not options.database.startswith("portal_bench"):
         parser.error("--database must be a bench database named portal_bench<something>")
     database_url = bench_database_url(options.database)
@@ -282,10 +305,15 @@ def main() -> None:
         last_90_days = Period(FIRST_DAY + timedelta(days=DAYS - 91),
                               FIRST_DAY + timedelta(days=DAYS - 1))
         runs = {
-            "operator_whole_year": measure(operator, whole_year, options.repeat),
-            "operator_last_90_days": measure(operator, last_90_days, options.repeat),
+            "operator_whole_year": measure(operator, whole_year, options.repeat,
+                                           observations=not only3, observation3=True,
+                                           whole_answer=not only3),
+            "operator_last_90_days": measure(operator, last_90_days, options.repeat,
+                                             observations=not only3, observation3=True,
+                                             whole_answer=not only3),
             "tenant_admin_whole_year": measure(tenant_admin, whole_year, options.repeat,
-                                               observations=False),
+                                               observations=False, observation3=True,
+                                               whole_answer=not only3),
         }
     finally:
         from django.db import connections

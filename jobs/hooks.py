@@ -10,6 +10,11 @@
   NOT_RESPONDING or a health-check drain; the accounting import with `JobNodeFail` when a job
   ends NODE_FAIL. Each listener runs in its own savepoint: a failure is logged and rolled back
   alone, never the sync.
+- Accounted jobs: the accounting import (sacct sync and trace import alike) calls
+  `notify_jobs_accounted` with the pks of the jobs whose final record it just wrote, once per
+  batch, inside the batch's transaction; telemetry keeps a row per finished GPU job beside its
+  utilisation summary from it. A failing listener fails the batch: a copy that silently missed
+  a job would give wrong figures, a failed import is retried.
 Apps register in their AppConfig.ready().
 """
 
@@ -109,3 +114,21 @@ def notify_slurm_signal(signal) -> None:
                 listener(signal)
         except Exception:
             logger.exception("Slurm signal listener %r failed on %s", listener, signal)
+
+
+JobsAccountedListener = Callable[[list[int]], None]  # job pks -> None
+_accounted_listeners: list[JobsAccountedListener] = []
+
+
+def register_jobs_accounted_listener(listener: JobsAccountedListener) -> None:
+    if listener not in _accounted_listeners:
+        _accounted_listeners.append(listener)
+
+
+def notify_jobs_accounted(job_pks: list[int]) -> None:
+    """Called inside the accounting import's transaction with the pks of the jobs it created or
+    changed (in bulk, one call per batch)."""
+    if not job_pks:
+        return
+    for listener in list(_accounted_listeners):
+        listener(job_pks)

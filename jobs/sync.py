@@ -454,6 +454,7 @@ def _import_batch(batch: dict[str, FinishedJob], taken_at: datetime | None = Non
         Job.objects.bulk_update(to_update, FINISHED_JOB_FIELDS, batch_size=BATCH_SIZE)
         pks = {job.job_id: job.pk for job in to_create + to_update}
         _replace_job_nodes({pks[job_id]: names for job_id, names in node_changes.items()})
+        hooks.notify_jobs_accounted(list(pks.values()))
         for job in ended_live:
             publish_job(job, "job.ended")
         if node_fails:

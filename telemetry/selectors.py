@@ -22,21 +22,19 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connections
-from django.db.models import BigIntegerField, Count, F, FloatField, Q, QuerySet, Sum, Value
-from django.db.models.functions import Coalesce
+from django.db.models import Count, F, FloatField, Q, QuerySet, Sum
 from django.http import Http404
 from django.utils import timezone
 
 from jobs.analytics import (
     PercentilesDisc,
     Period,
-    analytics_jobs,
-    node_bucket_expression,
+    analytics_scope,
     node_bucket_label,
     tuned_for_analytics,
 )
 from jobs.buckets import SIZE_BUCKET_LABELS
-from jobs.models import LIVE_STATES, Job
+from jobs.models import Job
 from jobs.selectors import visible_jobs
 from portal.roles import may
 from telemetry.drivers.base import (
@@ -44,7 +42,8 @@ from telemetry.drivers.base import (
     TelemetryUnavailable,
     get_telemetry_driver,
 )
-from telemetry.services import summarise_finished_jobs, summary_pending
+from telemetry.models import JobUtilisationSummary
+from telemetry.services import summarise_finished_jobs
 
 NOT_CONFIGURED = "No telemetry configured: set PROMETHEUS_URL to the site's Prometheus."
 CDF_FRACTIONS: tuple[float, ...] = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
@@ -120,13 +119,13 @@ def job_utilisation(*, user, job_id: str, now: datetime | None = None) -> dict:
 def observation3(*, user, period: Period, tenant_slug: str | None = None,
                  now: datetime | None = None) -> dict:
     """Observation 3 over the GPU jobs that ended in the period, per node-count bucket: one
-    grouped query over the jobs and their stored utilisation summaries (telemetry.models),
+    grouped query over the stored summaries alone (telemetry.models: a row per finished GPU
+    job, pending until summarised, with the job's bucket, end, GPU time and tenant copied),
     after summarising the jobs that ended since the periodic task last ran."""
     now = now or timezone.now()
-    jobs = (
-        analytics_jobs(user=user, tenant_slug=tenant_slug)
-        .exclude(state__in=LIVE_STATES)
-        .filter(end_time__gte=period.start, end_time__lt=period.end, gpus__gt=0, node_count__gte=1)
+    summaries = JobUtilisationSummary.objects.filter(
+        analytics_scope(user=user, tenant_slug=tenant_slug),
+        end_time__gte=period.start, end_time__lt=period.end, node_bucket__gte=0,
     )
     answer = {
         "period": {"since": period.since.isoformat(), "until": period.until.isoformat()},
@@ -142,13 +141,13 @@ def observation3(*, user, period: Period, tenant_slug: str | None = None,
         return {**answer, **_status(False, False, NOT_CONFIGURED)}
     with tuned_for_analytics():
         try:
-            _summarise_just_ended(jobs, driver=driver, now=now)
+            _summarise_just_ended(summaries, driver=driver, now=now)
         except TelemetryUnavailable as error:
             return {**answer, **_status(True, False, str(error))}
-        if connections[jobs.db].vendor == "postgresql":
-            rows = _rows_in_database(jobs)
+        if connections[summaries.db].vendor == "postgresql":
+            rows = _rows_in_database(summaries)
         else:
-            rows = _rows_in_python(jobs)
+            rows = _rows_in_python(summaries)
     pending = sum(row.pop("not_summarised") for row in rows.values())
     answer["jobs"] = sum(row["jobs"] for row in rows.values())
     answer["jobs_not_summarised"] = pending
@@ -160,40 +159,33 @@ def observation3(*, user, period: Period, tenant_slug: str | None = None,
     return {**answer, **_status(True, True, message)}
 
 
-def _summarise_just_ended(jobs: QuerySet, *, driver, now: datetime) -> None:
+def _summarise_just_ended(summaries: QuerySet, *, driver, now: datetime) -> None:
     """Summarise the jobs that ended since the periodic task's last runs (at most
     TELEMETRY_SUMMARY_ON_REQUEST), so a page shows a job that just ended; older jobs without a
     summary are the task's, and the answer counts them."""
     recently = now - timedelta(seconds=3 * float(settings.TELEMETRY_SUMMARY_INTERVAL)
                                + float(settings.TELEMETRY_SUMMARY_SETTLE_SECONDS))
     limit = int(settings.TELEMETRY_SUMMARY_ON_REQUEST)
-    just_ended = list(summary_pending(jobs.filter(end_time__gte=recently))
-                      .values_list("pk", flat=True)[: limit + 1])
+    just_ended = list(summaries.filter(end_time__gte=recently, settled=False)
+                      .values_list("job_id", flat=True)[: limit + 1])
     if 0 < len(just_ended) <= limit:
         summarise_finished_jobs(jobs=Job.objects.filter(pk__in=just_ended), limit=limit,
                                 driver=driver, now=now)
 
 
-def _job_weight():
-    """A job's GPU time: gpu_seconds as accounted, else its runtime times its GPUs."""
-    return Coalesce(F("gpu_seconds"), F("elapsed_seconds") * F("gpus"), Value(0),
-                    output_field=BigIntegerField())
-
-
-def _rows_in_python(jobs: QuerySet) -> dict[str, dict]:
+def _rows_in_python(summaries: QuerySet) -> dict[str, dict]:
     """The embedded default's SQLite has no percentile_disc: each job's bucket, mean, share
     and weight are read, and the rows made by PostgreSQL's rule in Python."""
     measured: dict[str, list[tuple[float, float | None, int]]] = defaultdict(list)
     counts: dict[str, int] = defaultdict(int)
     pending: dict[str, int] = defaultdict(int)
-    rows = (jobs.order_by().annotate(bucket=node_bucket_expression(), weight=_job_weight())
-            .values_list("bucket", "utilisation_summary__job_id",
-                         "utilisation_summary__mean_percent", "utilisation_summary__low_share",
-                         "weight"))
-    for bucket, summarised, mean, low, weight in rows.iterator():
+    rows = (summaries.order_by()
+            .values_list("node_bucket", "summarised_at", "mean_percent", "low_share",
+                         "gpu_time_weight"))
+    for bucket, summarised_at, mean, low, weight in rows.iterator():
         label = node_bucket_label(bucket)
         counts[label] += 1
-        pending[label] += summarised is None
+        pending[label] += summarised_at is None
         if mean is not None:
             measured[label].append((mean, low, int(weight or 0)))
     return {label: {**_bucket_row(label, measured.get(label, []), jobs=count),
@@ -201,33 +193,31 @@ def _rows_in_python(jobs: QuerySet) -> dict[str, dict]:
             for label, count in counts.items()}
 
 
-def _rows_in_database(jobs: QuerySet) -> dict[str, dict]:
-    """One grouped query over the jobs left-joined with their summaries: counts, the GPU-time
-    weighted share below 20%, and both CDFs by percentile_disc (which skips jobs without a
-    mean, as every figure but the count does)."""
-    measured = Q(utilisation_summary__mean_percent__isnull=False)
-    with_low = measured & Q(utilisation_summary__low_share__isnull=False)
+def _rows_in_database(summaries: QuerySet) -> dict[str, dict]:
+    """One grouped query over the summaries: counts, the GPU-time weighted share below 20%,
+    and both CDFs by percentile_disc (which skips jobs without a mean, as every figure but the
+    count does)."""
+    measured = Q(mean_percent__isnull=False)
+    with_low = measured & Q(low_share__isnull=False)
     grouped = (
-        jobs.order_by()
-        .annotate(bucket=node_bucket_expression(), weight=_job_weight())
-        .values("bucket")
+        summaries.order_by()
+        .values("node_bucket")
         .annotate(
             job_count=Count("pk"),
-            not_summarised=Count("pk", filter=Q(utilisation_summary__isnull=True)),
+            not_summarised=Count("pk", filter=Q(summarised_at__isnull=True)),
             measured_jobs=Count("pk", filter=measured),
-            total_weight=Sum("weight", filter=measured),
-            low_total_weight=Sum("weight", filter=with_low),
-            low_weight=Sum(F("utilisation_summary__low_share") * F("weight"),
+            total_weight=Sum("gpu_time_weight", filter=measured),
+            low_total_weight=Sum("gpu_time_weight", filter=with_low),
+            low_weight=Sum(F("low_share") * F("gpu_time_weight"),
                            output_field=FloatField(), filter=with_low),
-            mean_cdf=PercentilesDisc("utilisation_summary__mean_percent", CDF_FRACTIONS,
-                                     element_field=FloatField()),
-            low_cdf=PercentilesDisc("utilisation_summary__low_share", CDF_FRACTIONS,
-                                    element_field=FloatField(), filter=measured),
+            mean_cdf=PercentilesDisc("mean_percent", CDF_FRACTIONS, element_field=FloatField()),
+            low_cdf=PercentilesDisc("low_share", CDF_FRACTIONS, element_field=FloatField(),
+                                    filter=measured),
         )
     )
     rows = {}
     for row in grouped:
-        label = node_bucket_label(row["bucket"])
+        label = node_bucket_label(row["node_bucket"])
         low_total = int(row["low_total_weight"] or 0)
         rows[label] = {
             **_row(label, jobs=row["job_count"], jobs_with_telemetry=row["measured_jobs"],

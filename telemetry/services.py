@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Q, QuerySet
+from django.db.models import BigIntegerField, F, Q, QuerySet, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from jobs.analytics import node_bucket_expression
 from jobs.models import LIVE_STATES, Job
 from telemetry.drivers.base import TelemetryDriver, get_telemetry_driver
 from telemetry.models import JobUtilisationSummary
@@ -31,6 +33,55 @@ class SummaryRun:
     stored: int = 0
     settled: int = 0
     without_samples: int = 0
+
+
+# Jobs per statement when copying accounted jobs beside their summaries.
+RECORD_BATCH = 2000
+
+
+def finished_gpu_jobs(jobs: QuerySet[Job]) -> QuerySet[Job]:
+    """The jobs of `jobs` that keep a summary row: finished GPU jobs with an end."""
+    return jobs.exclude(state__in=LIVE_STATES).filter(gpus__gt=0, end_time__isnull=False)
+
+
+def job_gpu_time():
+    """A job's GPU time: gpu_seconds as accounted, else its runtime times its GPUs."""
+    return Coalesce(F("gpu_seconds"), F("elapsed_seconds") * F("gpus"), Value(0),
+                    output_field=BigIntegerField())
+
+
+def _with_copied_columns(jobs: QuerySet[Job]) -> QuerySet[Job]:
+    return jobs.annotate(copied_bucket=node_bucket_expression(), copied_weight=job_gpu_time())
+
+
+def _copied_columns(job: Job) -> dict:
+    return {"end_time": job.end_time, "node_bucket": job.copied_bucket,
+            "gpu_time_weight": int(job.copied_weight or 0), "tenant_id": job.tenant_id}
+
+
+COPIED_FIELDS = ["end_time", "node_bucket", "gpu_time_weight", "tenant"]
+
+
+def record_finished_jobs(job_pks: Iterable[int]) -> None:
+    """Keep a summary row beside each finished GPU job of `job_pks` (jobs.hooks'
+    accounted-jobs listener, called by the accounting import in bulk): a new one is pending
+    (counted in Observation 3 as not summarised yet); an existing one gets the job's columns
+    again and keeps its figures. A job that is no longer a finished GPU job loses its row."""
+    pks = list(job_pks)
+    for offset in range(0, len(pks), RECORD_BATCH):
+        part = pks[offset : offset + RECORD_BATCH]
+        finished = list(
+            _with_copied_columns(finished_gpu_jobs(Job.objects.filter(pk__in=part)))
+            .only("pk", "end_time", "tenant_id")
+        )
+        JobUtilisationSummary.objects.bulk_create(
+            [JobUtilisationSummary(job_id=job.pk, settled=False, **_copied_columns(job))
+             for job in finished],
+            update_conflicts=True, unique_fields=["job"], update_fields=COPIED_FIELDS,
+        )
+        kept = {job.pk for job in finished}
+        JobUtilisationSummary.objects.filter(
+            job_id__in=[pk for pk in part if pk not in kept]).delete()
 
 
 def summary_pending(jobs: QuerySet[Job]) -> QuerySet[Job]:
@@ -68,9 +119,9 @@ def summarise_finished_jobs(
     now = now or timezone.now()
     limit = int(limit or settings.TELEMETRY_SUMMARY_BATCH)
     pending = list(
-        summary_pending(jobs if jobs is not None else Job.objects.all())
+        _with_copied_columns(summary_pending(jobs if jobs is not None else Job.objects.all()))
         .order_by("end_time", "pk")
-        .only("pk", "job_id", "start_time", "end_time")[:limit]
+        .only("pk", "job_id", "start_time", "end_time", "tenant_id")[:limit]
     )
     settled_before = now - timedelta(seconds=_settle_seconds())
     for batch in _batches(pending):
@@ -88,13 +139,14 @@ def summarise_finished_jobs(
                 gpus_reporting=0 if answer is None else answer.gpus,
                 summarised_at=now,
                 settled=settled,
+                **_copied_columns(job),
             ))
             run.settled += settled
             run.without_samples += answer is None
         JobUtilisationSummary.objects.bulk_create(
             rows, update_conflicts=True, unique_fields=["job"],
             update_fields=["mean_percent", "low_share", "gpus_reporting", "summarised_at",
-                           "settled"],
+                           "settled", *COPIED_FIELDS],
         )
         run.asked += len(batch)
         run.stored += len(rows)

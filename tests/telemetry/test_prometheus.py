@@ -18,6 +18,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from faults.models import FaultTicket
+from jobs.hooks import notify_jobs_accounted
 from jobs.models import Job
 from portal.models import Action, Role
 from portal.services.accounts import api_token_create, user_create
@@ -164,7 +165,7 @@ def test_an_unreachable_prometheus_is_unavailable_not_empty():
 def _job(job_id, tenant, *, state="COMPLETED", node_count=1, gpus=8, hours=1.0):
     now = datetime.now(tz=UTC)
     finished = state != "RUNNING"
-    return Job.objects.create(
+    job = Job.objects.create(
         job_id=job_id, user=f"user-{job_id}", account=tenant.slurm_account, tenant=tenant,
         state=state, source=Job.Source.SACCT if finished else Job.Source.SQUEUE,
         submit_time=now - timedelta(hours=hours, minutes=1),
@@ -174,6 +175,8 @@ def _job(job_id, tenant, *, state="COMPLETED", node_count=1, gpus=8, hours=1.0):
         gpu_seconds=int(hours * 3600) * gpus if finished else None,
         node_count=node_count, gpus=gpus,
     )
+    notify_jobs_accounted([job.pk])  # as the accounting import does
+    return job
 
 
 def test_observation3_per_size_bucket_over_finished_gpu_jobs(

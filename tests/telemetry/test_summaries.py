@@ -6,11 +6,19 @@ aggregate in the database. A driver that records what it is asked stands in for 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from importlib import import_module
+from types import SimpleNamespace
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
-from jobs.analytics import parse_period
+from jobs.analytics import analytics_jobs, parse_period
+from jobs.drivers.base import FinishedJob
+from jobs.hooks import notify_jobs_accounted
 from jobs.models import Job
+from jobs.sync import import_finished_jobs
+from portal.errors import InvalidInput
 from portal.models import Role
 from telemetry import selectors
 from telemetry.drivers.base import JobUtilisation, TelemetryDriver
@@ -61,13 +69,15 @@ def recording(settings):
 def finished(job_id: str, *, node_count=1, gpus=8, hours=1.0, ended_ago=timedelta(hours=1),
              tenant=None) -> Job:
     end = NOW - ended_ago
-    return Job.objects.create(
+    job = Job.objects.create(
         job_id=job_id, user="alice", account="a", tenant=tenant, state="COMPLETED",
         source=Job.Source.SACCT, submit_time=end - timedelta(hours=hours, minutes=1),
         start_time=end - timedelta(hours=hours), end_time=end,
         elapsed_seconds=int(hours * 3600), gpu_seconds=int(hours * 3600) * gpus,
         node_count=node_count, gpus=gpus,
     )
+    notify_jobs_accounted([job.pk])  # as the accounting import does
+    return job
 
 
 def test_each_job_is_summarised_once_its_samples_settled(recording):
@@ -122,9 +132,9 @@ def test_the_database_and_python_aggregates_agree(recording):
         finished(str(n), node_count=1 + n % 5, gpus=8 * (1 + n % 5), hours=0.25 * (1 + n % 7))
     finished("60", node_count=3, gpus=24)  # no summary yet: counted, and counted as pending
     summarise_finished_jobs(jobs=Job.objects.exclude(job_id="60"), now=NOW)
-    jobs = Job.objects.all()
-    in_database = selectors._rows_in_database(jobs)
-    in_python = selectors._rows_in_python(jobs)
+    summaries = JobUtilisationSummary.objects.all()
+    in_database = selectors._rows_in_database(summaries)
+    in_python = selectors._rows_in_python(summaries)
     assert in_database.keys() == in_python.keys()
     assert sum(row["not_summarised"] for row in in_database.values()) == 1
     for label in in_database:
@@ -166,6 +176,113 @@ def test_a_request_summarises_only_a_few_jobs_that_just_ended(recording, make_us
     recording.calls.clear()
     for n in range(2, 4):  # more than the request may ask for at once: left to the task
         finished(str(n), ended_ago=timedelta(seconds=5))
-    JobUtilisationSummary.objects.all().delete()
+    JobUtilisationSummary.objects.update(summarised_at=None, mean_percent=None, settled=False)
     answer = selectors.observation3(user=operator, period=period, now=NOW)
     assert recording.calls == [] and answer["jobs_not_summarised"] == 4
+
+
+# --- issue 28 item 3: Observation 3 from the telemetry side alone ------------------------------
+
+
+def _accounted(job_id: str, *, account="tenant-a", state="COMPLETED", gpus=8, node_count=1,
+               hours=1.0, ended_ago=timedelta(hours=1)) -> FinishedJob:
+    end = NOW - ended_ago
+    return FinishedJob(
+        job_id=job_id, name="train", user="alice", account=account, partition="gpu",
+        state=state, exit_code=0, signal=0, submit_time=end - timedelta(hours=hours, minutes=1),
+        start_time=end - timedelta(hours=hours), end_time=end,
+        elapsed_seconds=int(hours * 3600), gpus=gpus, node_count=node_count,
+    )
+
+
+def test_the_accounting_import_leaves_a_pending_row_beside_each_finished_gpu_job(
+    recording, tenant_a
+):
+    """The jobs app's accounted-jobs seam: telemetry copies what Observation 3 groups and filters
+    by, in bulk, as the import writes the jobs; CPU-only jobs get no row."""
+    import_finished_jobs([
+        _accounted("1", gpus=8, node_count=1),
+        _accounted("2", gpus=32, node_count=4, hours=2.0),
+        _accounted("3", gpus=0),  # CPU-only
+    ])
+    rows = {row.job.job_id: row for row in JobUtilisationSummary.objects.select_related("job")}
+    assert set(rows) == {"1", "2"}
+    two = rows["2"]
+    assert (two.summarised_at, two.mean_percent, two.settled) == (None, None, False)
+    assert (two.node_bucket, two.gpu_time_weight, two.tenant_id) == (2, 2 * 3600 * 32, tenant_a.pk)
+    assert two.end_time == two.job.end_time
+
+    # Summarised, then accounted again with another end: the copy follows, the figures stay.
+    recording.UTILISATION = {"2": (70.0, 0.1)}
+    summarise_finished_jobs(now=NOW)
+    import_finished_jobs([_accounted("2", gpus=32, node_count=8, hours=3.0)])
+    two = JobUtilisationSummary.objects.get(job__job_id="2")
+    assert (two.mean_percent, two.node_bucket, two.gpu_time_weight) == (70.0, 3, 3 * 3600 * 32)
+
+
+def test_observation3_reads_no_job_rows(recording, make_user, tenant_a):
+    """On main it joined the period's jobs with their summaries and counted the pending jobs over
+    the jobs table: 1.8 s at a million jobs. Now it groups the summaries alone."""
+    recording.UTILISATION = {"1": (10.0, 1.0)}
+    import_finished_jobs([_accounted("1"), _accounted("2", node_count=2, gpus=16)])
+    summarise_finished_jobs(jobs=Job.objects.filter(job_id="1"), now=NOW)
+    period = parse_period(None, None, today=NOW.date())
+    with CaptureQueriesContext(connection) as queries:
+        answer = selectors.observation3(user=make_user(Role.OPERATOR), period=period, now=NOW)
+    assert (answer["jobs"], answer["jobs_with_telemetry"], answer["jobs_not_summarised"]) == (
+        2, 1, 1)
+    assert not [query["sql"] for query in queries if "jobs_job" in query["sql"]]
+
+
+def test_observation3_is_scoped_as_the_analytics_jobs_are(recording, make_user, tenant_a,
+                                                          tenant_b):
+    """The tenant column copied beside each summary is filtered by the jobs app's own rule
+    (analytics_scope): the same jobs as analytics_jobs for every role and ?tenant=."""
+    import_finished_jobs([
+        _accounted("1", account=tenant_a.slurm_account),
+        _accounted("2", account=tenant_a.slurm_account, node_count=2, gpus=16),
+        _accounted("3", account=tenant_b.slurm_account),
+        _accounted("4", account="nobody"),  # no tenant
+    ])
+    period = parse_period(None, None, today=NOW.date())
+    cases = [
+        (make_user(Role.OPERATOR), None),
+        (make_user(Role.OPERATOR), "tenant-b"),
+        (make_user(Role.TENANT_ADMIN, tenant=tenant_a), None),
+        (make_user(Role.TENANT_ADMIN, tenant=tenant_a), "tenant-b"),  # ignored: own tenant only
+        (make_user(Role.VIEWER), None),
+    ]
+    seen = []
+    for user, tenant in cases:
+        answer = selectors.observation3(user=user, period=period, tenant_slug=tenant, now=NOW)
+        expected = analytics_jobs(user=user, tenant_slug=tenant).filter(gpus__gt=0).count()
+        assert answer["jobs"] == expected, (user.role, tenant)
+        seen.append(answer["jobs"])
+    assert seen == [4, 1, 2, 2, 0]
+    with pytest.raises(InvalidInput):
+        selectors.observation3(user=make_user(Role.OPERATOR), period=period,
+                               tenant_slug="no-such-tenant", now=NOW)
+
+
+def test_the_migration_copies_existing_jobs_beside_their_summaries(recording, tenant_a):
+    """Rows written before the copy existed: the data migration gives summarised jobs their
+    columns and every other finished GPU job a pending row, by the same rule as the import."""
+    import_finished_jobs([_accounted("1"), _accounted("2", node_count=3, gpus=24),
+                          _accounted("3", gpus=0), _accounted("4", state="RUNNING")])
+    recording.UTILISATION = {"1": (30.0, 0.5)}
+    summarise_finished_jobs(jobs=Job.objects.filter(job_id="1"), now=NOW)
+    expected = {row.job_id: (row.end_time, row.node_bucket, row.gpu_time_weight, row.tenant_id,
+                             row.summarised_at is None, row.mean_percent)
+                for row in JobUtilisationSummary.objects.all()}
+    JobUtilisationSummary.objects.filter(job__job_id="2").delete()
+    JobUtilisationSummary.objects.update(end_time=None, node_bucket=-1, gpu_time_weight=0,
+                                         tenant=None)
+    migration = import_module("telemetry.migrations.0002_summary_beside_the_job")
+    # The migration reads only the schema editor's connection (SQLite refuses a real schema
+    # editor inside the test's transaction).
+    migration.copy_the_jobs_columns(None, SimpleNamespace(connection=connection))
+    copied = {row.job_id: (row.end_time, row.node_bucket, row.gpu_time_weight, row.tenant_id,
+                           row.summarised_at is None, row.mean_percent)
+              for row in JobUtilisationSummary.objects.all()}
+    assert copied == expected
+    assert len(copied) == 2
