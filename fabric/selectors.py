@@ -274,16 +274,41 @@ def throughput_by_facing(switch_ids: list[int]) -> list[tuple[int, str, Throughp
 
 def rail_aggregates(*, user) -> list[RailAggregate]:
     """Per rail r: every port of the leafs serving rail r (all pods), and their host-facing
-    share."""
+    share. Summed in the database over what the polls stored per leaf and facing (3 queries):
+    2,000 leafs' rows read into Python took a second at scale 125."""
+    leafs = switch_list(user=user).select_related(None).filter(
+        role=Switch.Role.LEAF, rail__isnull=False)
     rails: dict[int, RailAggregate] = {}
-    for aggregate in switch_aggregates(user=user, role=Switch.Role.LEAF):
-        if aggregate.rail is None:
-            continue
-        rail = rails.setdefault(aggregate.rail, RailAggregate(aggregate.rail))
-        rail.leafs.append(aggregate.hostname)
-        for part in (aggregate.host_facing, aggregate.uplinks, aggregate.other):
-            _merge(rail.total, part)
-        _merge(rail.host_facing, aggregate.host_facing)
+    # Each rail's leafs in the order switch_aggregates lists them: by pod, then hostname.
+    for rail, _pod, hostname in sorted(
+        leafs.values_list("rail", "pod__name", "hostname"),
+        key=lambda row: (row[0], row[1] or "", row[2]),
+    ):
+        rails.setdefault(rail, RailAggregate(rail)).leafs.append(hostname)
+
+    def priority(name: str, index: int):
+        return Sum(Cast(KeyTextTransform(str(index), name), FloatField()))
+
+    sums = (
+        SwitchThroughputLatest.objects.filter(switch__in=leafs)
+        .values("switch__rail", "facing")
+        .annotate(
+            sum_ports=Sum("ports"), sum_ports_up=Sum("ports_up"),
+            sum_in_bytes_per_second=Sum("in_bytes_per_second"),
+            sum_out_bytes_per_second=Sum("out_bytes_per_second"),
+            sum_ecn_marked_per_second=Sum("ecn_marked_per_second"),
+            sum_ecn_ports_not_collected=Sum("ecn_ports_not_collected"),
+            **{f"sum_pfc_rx_{index}": priority("pfc_rx_per_second", index) for index in range(8)},
+            **{f"sum_pfc_tx_{index}": priority("pfc_tx_per_second", index) for index in range(8)},
+        )
+        .order_by()
+    )
+    for row in sums:
+        rail = rails[row["switch__rail"]]
+        part = _throughput_of(row)
+        _merge(rail.total, part)
+        if row["facing"] == SwitchThroughputLatest.Facing.NIC:
+            _merge(rail.host_facing, part)
     return [rails[r] for r in sorted(rails)]
 
 
