@@ -14,7 +14,7 @@ from drf_spectacular.utils import (
     extend_schema_field,
     extend_schema_view,
 )
-from rest_framework import serializers, viewsets
+from rest_framework import generics, serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -262,21 +262,31 @@ class MonitoredPortViewSet(SelectorQuerysetMixin, viewsets.ReadOnlyModelViewSet)
         return Response(HistorySerializer(rows, many=True).data)
 
 
-class SwitchAggregateView(APIView):
+class SwitchAggregateView(generics.ListAPIView):
+    """Paged like every list: the whole of it is 1.7 MB for the 2,000 switches of a
+    100,000-GPU fleet."""
+
     read_capability = "read_fabric"
+    serializer_class = SwitchAggregateSerializer
 
     @extend_schema(summary="Per-switch throughput, PFC pause and ECN-marked rates, split into "
                            "host-facing and uplink ports",
                    parameters=[OpenApiParameter("role", OpenApiTypes.STR,
-                                                enum=list(Switch.Role.values))],
-                   responses=SwitchAggregateSerializer(many=True))
-    def get(self, request):
-        role = request.query_params.get("role") or None
+                                                enum=list(Switch.Role.values))])
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):
+        role = self.request.query_params.get("role") or None
         if role and role not in Switch.Role.values:
             raise InvalidInput({"role": [f"one of {', '.join(Switch.Role.values)}"]})
-        aggregates = selectors.switch_aggregates(user=request.user, role=role)
-        return Response(SwitchAggregateSerializer([a.as_dict() for a in aggregates],
-                                                  many=True).data)
+        return selectors.aggregate_switches(user=self.request.user, role=role)
+
+    def list(self, request, *args, **kwargs):
+        page = self.paginate_queryset(self.get_queryset())
+        aggregates = selectors.switch_aggregates(page)
+        return self.get_paginated_response(
+            self.get_serializer([a.as_dict() for a in aggregates], many=True).data)
 
 
 class RailAggregateView(APIView):

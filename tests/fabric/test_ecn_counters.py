@@ -187,7 +187,7 @@ def test_api_and_page_say_not_collected_instead_of_zero(operator_api, client, ma
 def test_aggregates_leave_uncollected_ports_out_of_the_ecn_sum_and_count_them(make_user):
     from fabric.models import PortCounterLatest
     from fabric.polling import refresh_switch_throughput
-    from fabric.selectors import switch_aggregates
+    from fabric.selectors import aggregate_switches, switch_aggregates
     from inventory.models import SwitchPort
 
     inventory = build_action_inventory()
@@ -198,7 +198,7 @@ def test_aggregates_leave_uncollected_ports_out_of_the_ecn_sum_and_count_them(ma
                                          in_bytes_per_second=1.0, out_bytes_per_second=1.0,
                                          ecn_marked_per_second=ecn)
     refresh_switch_throughput([inventory.leaf.pk], now)  # what each poll does once stored
-    leaf = next(a for a in switch_aggregates(user=make_user(Role.OPERATOR))
-                if a.hostname == "leaf01")
+    switches = aggregate_switches(user=make_user(Role.OPERATOR))
+    leaf = next(a for a in switch_aggregates(switches) if a.hostname == "leaf01")
     assert (leaf.host_facing.ecn_marked_per_second,
             leaf.host_facing.ecn_ports_not_collected) == (5.0, 1)
