@@ -8,6 +8,7 @@ real slurmctld in tests/fabric/test_maintenance_windows_real_slurm.py.
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.utils import timezone
@@ -304,3 +305,32 @@ def test_while_a_window_runs_the_grid_the_switch_pages_and_the_node_page_header_
     assert sorted(cell.in_maintenance for cell in by_pod.values()) == [0, len(held)]
     assert any(f"{len(held)} in maintenance" in cell.label for cell in by_pod.values())
     assert f'data-agg-maintenance="{len(held)}"' in client.get("/").content.decode()
+
+
+def test_an_open_dashboard_is_told_when_a_window_starts_and_ends(
+    small_fleet, slurm, make_user, monkeypatch
+):
+    """Issue 26 item 2, live: the grid gained its maintenance marks only on a reload. Starting
+    and ending a window publish "maintenance.window" on "cluster" on commit (no tenant listed:
+    a tenant admin is not told why nodes drain), and cluster.js re-reads the grid on it."""
+    published = []
+    monkeypatch.setattr(
+        "fabric.maintenance_windows.publish",
+        lambda group, event, payload, **scope: published.append((group, event, payload, scope)))
+    operator = make_user(Role.OPERATOR)
+    start = timezone.now() + timedelta(hours=1)
+    window = create_maintenance_window(
+        planned_start=start, planned_end=start + timedelta(hours=2), reason="BIOS update",
+        hostlist="gpu[001-002]", owner=operator)
+    assert published == []  # planned, not running: nothing on the grid changes
+    start_maintenance_window(window, requested_by=operator)
+    scope = {"tenant_ids": [], "tenant_private": False}
+    assert published == [("cluster", "maintenance.window",
+                          {"window_id": window.pk, "status": "running"}, scope)]
+    window.refresh_from_db()
+    Action.objects.filter(pk=window.nodes_action_id).update(status=ActionStatus.SUCCEEDED)
+    end_maintenance_window(window, requested_by=operator)
+    assert published[1] == ("cluster", "maintenance.window",
+                            {"window_id": window.pk, "status": "ended"}, scope)
+    script = (Path(__file__).resolve().parents[2] / "static/js/cluster.js").read_text()
+    assert 'addEventListener("live:maintenance.window"' in script
