@@ -334,3 +334,26 @@ def test_an_open_dashboard_is_told_when_a_window_starts_and_ends(
                             {"window_id": window.pk, "status": "ended"}, scope)
     script = (Path(__file__).resolve().parents[2] / "static/js/cluster.js").read_text()
     assert 'addEventListener("live:maintenance.window"' in script
+
+
+def test_a_switch_in_maintenance_links_it_instead_of_offering_another(leaf, client, make_user):
+    """Issue 26: the switch pages offered "Leaf maintenance…" while that switch was already in
+    a running maintenance (a second one is refused: one at a time per switch)."""
+    operator = make_user(Role.OPERATOR)
+    client.force_login(operator)
+    offer = f'href="/fabric/switches/{leaf.pk}/maintenance/"'
+    switch_pages = [f"/inventory/switches/{LEAF}/", f"/fabric/switches/{LEAF}/"]
+    for url in switch_pages:
+        page = client.get(url).content.decode()
+        assert "Leaf maintenance…" in page and "switch-maintenance-running" not in page, url
+    start = timezone.now() + timedelta(hours=1)
+    window = create_maintenance_window(planned_start=start, planned_end=start + timedelta(hours=2),
+                                       switch_names=[LEAF], reason="optics", owner=operator)
+    start_maintenance_window(window, requested_by=operator)
+    maintenance = Maintenance.objects.get(switch=leaf)
+    for url in switch_pages:
+        page = client.get(url).content.decode()
+        assert "Leaf maintenance…" not in page and offer not in page, url
+        running = page.split('id="switch-maintenance-running"')[1].split("</li>")[0]
+        assert f'href="/actions/{maintenance.start_action_id}/"' in running, url
+        assert f"maintenance window #{window.pk}" in running, url
