@@ -11,6 +11,8 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -357,3 +359,36 @@ def test_a_switch_in_maintenance_links_it_instead_of_offering_another(leaf, clie
         running = page.split('id="switch-maintenance-running"')[1].split("</li>")[0]
         assert f'href="/actions/{maintenance.start_action_id}/"' in running, url
         assert f"maintenance window #{window.pk}" in running, url
+
+
+def test_the_calendar_is_a_fixed_number_of_queries_however_many_windows(
+    small_fleet, client, make_user, django_assert_max_num_queries
+):
+    """Issue 26: the calendar read each window's maintenances (and each one's switch) with a
+    query of its own. One window or six with two maintenances each: the same page budget."""
+    operator = make_user(Role.OPERATOR)
+    client.force_login(operator)
+    leaves = list(Switch.objects.filter(role=Switch.Role.LEAF).order_by("hostname")[:2])
+    start = timezone.now() + timedelta(hours=1)
+
+    def plan(number: int) -> None:
+        window = MaintenanceWindow.objects.create(
+            planned_start=start + timedelta(hours=3 * number),
+            planned_end=start + timedelta(hours=3 * number + 2), reason=f"work {number}",
+            owner=operator, reserved_nodes=["gpu001"], status=MaintenanceWindow.Status.ENDED)
+        window.switches.set(leaves)
+        for leaf in leaves:
+            action = Action.objects.create(kind="fabric.leaf_maintenance", target=leaf.hostname,
+                                           reason="work", status=ActionStatus.SUCCEEDED)
+            Maintenance.objects.create(switch=leaf, window=window, reason="work",
+                                       start_action=action, status=Maintenance.Status.ENDED)
+
+    plan(0)
+    with CaptureQueriesContext(connection) as one_window:
+        assert client.get("/fabric/maintenance/").status_code == 200
+    for number in range(1, 6):
+        plan(number)
+    with django_assert_max_num_queries(len(one_window)):
+        page = client.get("/fabric/maintenance/").content.decode()
+    assert page.count("data-window=") == 6
+    assert page.count(f"{leaves[1].hostname}: ended") == 6
