@@ -191,15 +191,19 @@
       knownStatus.set(String(node.dataset.actionId), status);
       const tries = node.querySelector("[data-field=attempts]");
       const attempts = parseInt(tries ? tries.textContent : "", 10) || 0;
-      knownProgress.set(String(node.dataset.actionId), progress({ status, attempts }));
+      const shown = badge ? badge.textContent.trim() : status;
+      knownProgress.set(String(node.dataset.actionId), progress({ status, attempts, shown_status: shown }));
     });
   }
   // How far an Action has got: each claim adds an attempt (running), a retry puts it back in the
   // queue with that attempt counted, and a terminal status is final. The web process and the
   // worker publish separately, so "queued" may arrive after "succeeded": an event
   // that is behind what the page already shows is stale and changes nothing.
+  // A check that must wait (shown_status "waiting") gives its attempt back, so it ranks just
+  // after the claim it ended (3 per attempt), not before it: else it read as stale and the page
+  // kept saying "running" while the Action waited.
   const progress = (a) => 3 * (Number(a.attempts) || 0) +
-    (TERMINAL.has(a.status) ? 2 : a.status === "queued" ? 1 : 0);
+    (a.shown_status === "waiting" ? 3 : TERMINAL.has(a.status) ? 2 : a.status === "queued" ? 1 : 0);
 
   // Same columns as templates/portal/_action_rows.html.
   const actionRow = (a) => el("tr", { id: `action-row-${a.id}`, "data-action-id": String(a.id) }, [
