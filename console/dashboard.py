@@ -167,6 +167,10 @@ class ClusterGrid:
     gpu_total: int
     # None: the user may not read jobs (a viewer), so the page cannot say how many are in use.
     gpus_in_use: int | None = 0
+    # GPUs the user's running jobs hold on nodes the grid does not count (a tenant's job on
+    # shared nodes, outside its allocation): said beside "in use", never added to it, so the
+    # figure is never "8 of 0". Always 0 for a role that sees every node.
+    gpus_in_use_elsewhere: int = 0
     # None: the user may not see fault tickets (the page shows no fault information at all).
     faults_by_category: list[tuple[str, str, int]] | None = None
     # Every pod the user may see, in natural order, whatever `pods` was narrowed to.
@@ -261,6 +265,22 @@ def gpus_in_use(*, user) -> int:
     does. One query."""
     jobs = visible_jobs(user=user).filter(pk__in=running_jobs().values("pk"))
     rows = Job.nodes.through.objects.filter(job__in=jobs, node__in=visible_nodes(user=user))
+    total = 0
+    for gpus, node_count in rows.values_list("job__gpus", "job__node_count"):
+        total += (gpus or 0) // max(node_count or 1, 1)
+    return total
+
+
+def gpus_in_use_elsewhere(*, user) -> int:
+    """GPUs that the running jobs `user` may see hold on nodes `user` does not see: a tenant
+    admin's job on shared nodes outside their allocation ("0 of 64" while it ran, issue 26).
+    Their own jobs only (visible_jobs); no node of theirs is named, only the count. No query
+    for a role that sees every node; one otherwise."""
+    if may(user, "read_cluster"):
+        return 0
+    jobs = visible_jobs(user=user).filter(pk__in=running_jobs().values("pk"))
+    rows = Job.nodes.through.objects.filter(job__in=jobs).exclude(
+        node__in=visible_nodes(user=user))
     total = 0
     for gpus, node_count in rows.values_list("job__gpus", "job__node_count"):
         total += (gpus or 0) // max(node_count or 1, 1)
@@ -397,6 +417,8 @@ def cluster_grid(
         node_total=sum(state_counts.values()),
         gpu_total=sum(gpu_counts.values()),
         gpus_in_use=gpus_in_use(user=user) if may(user, "read_jobs") else None,
+        gpus_in_use_elsewhere=(
+            gpus_in_use_elsewhere(user=user) if may(user, "read_jobs") else 0),
         faults_by_category=open_faults_by_category(user=user),
         pod_names=pod_names,
         pod=pod,
@@ -521,6 +543,7 @@ def _fleet_grid(*, user, groups, pod: str, rack: str, problems_only: bool) -> Cl
         node_total=sum(state_counts.values()),
         gpu_total=sum(gpus_by_place.values()),
         gpus_in_use=sum(in_use_by_place.values()) if may_read_jobs else None,
+        gpus_in_use_elsewhere=gpus_in_use_elsewhere(user=user) if may_read_jobs else 0,
         faults_by_category=open_faults_by_category(user=user),
         pod_names=pod_names,
         pod=pod,

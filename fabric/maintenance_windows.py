@@ -26,6 +26,7 @@ from jobs.services import request_drain
 from portal.errors import Conflict, InvalidInput
 from portal.models import Action, ActionStatus
 from portal.models.actions import TERMINAL_STATUSES
+from portal.realtime import publish
 from portal.services.actions import enqueue_action
 
 WINDOW_RESERVATION_ACTION = "fabric.window_reservation"
@@ -38,6 +39,9 @@ GAVE_UP = (ActionStatus.FAILED, ActionStatus.CANCELLED)
 # already running (which end before the window, or are what the start waits for) do not stop
 # the reservation from being created.
 WINDOW_RESERVATION_FLAGS = ("MAINT", "IGNORE_JOBS")
+# Published on "cluster" when a window starts or ends, so an open dashboard re-reads its grid
+# and gains or loses the maintenance marks (static/js/cluster.js).
+WINDOW_EVENT = "maintenance.window"
 
 
 def create_maintenance_window(
@@ -108,6 +112,7 @@ def start_maintenance_window(
         if window.planned_start > window.started_at:
             _sync_reservation(window, "the window started early: hold its nodes from now",
                               requested_by=requested_by, via=via)
+        _publish_window(window)
     return window
 
 
@@ -175,7 +180,17 @@ def end_maintenance_window(
         window.save(update_fields=["status", "ended_at", "end_action"])
         _sync_reservation(window, "the window ended: release its nodes",
                           requested_by=requested_by, via=via)
+        _publish_window(window)
     return end
+
+
+def _publish_window(window: MaintenanceWindow) -> None:
+    """Tell open dashboards, on commit, that a window started or ended. Windows are fabric
+    planning (a tenant admin sees the nodes drained, not why): no tenant is listed, so no
+    tenant admin receives it; the payload names no node, and each page re-reads what its
+    reader may see."""
+    publish("cluster", WINDOW_EVENT, {"window_id": window.pk, "status": window.status},
+            tenant_ids=[], tenant_private=False)
 
 
 def _request_window_end(window: MaintenanceWindow, maintenances: list[Maintenance], *,

@@ -19,6 +19,7 @@ from django.db.models import (
     F,
     FloatField,
     OuterRef,
+    Prefetch,
     Q,
     QuerySet,
     Sum,
@@ -483,8 +484,11 @@ def maintenance_calendar(*, around: datetime, days: int = 28) -> dict:
     first = (around - timedelta(days=around.weekday())).replace(
         hour=0, minute=0, second=0, microsecond=0)
     last = first + timedelta(days=days)
-    windows = list(maintenance_window_list().filter(planned_start__lt=last,
-                                                    planned_end__gt=first))
+    # Each window's row lists its switches' maintenances with their switch: prefetched, so
+    # the page is a fixed number of queries however many windows the weeks hold.
+    windows = list(maintenance_window_list().filter(
+        planned_start__lt=last, planned_end__gt=first).prefetch_related(
+        Prefetch("maintenances", queryset=Maintenance.objects.select_related("switch"))))
     by_day = []
     for offset in range(days):
         day = first + timedelta(days=offset)

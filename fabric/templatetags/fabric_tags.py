@@ -5,7 +5,11 @@ from django import template
 from fabric.port_state import PORT_CONDITIONS, heat_cell_condition
 from fabric.port_state import port_condition as _port_condition
 from fabric.rail_health import rail_throughput_for_nodes
-from fabric.selectors import running_window_of_node, running_window_of_switch
+from fabric.selectors import (
+    running_maintenance,
+    running_window_of_node,
+    running_window_of_switch,
+)
 from portal.roles import may
 
 register = template.Library()
@@ -140,3 +144,10 @@ def running_maintenance_window(node):
 def running_switch_maintenance_window(switch):
     """The running maintenance window that covers `switch`, if any (the switch pages' badge)."""
     return running_window_of_switch(switch)
+
+
+@register.simple_tag
+def open_switch_maintenance(switch):
+    """The maintenance of `switch` that has not ended, if any: while it runs the switch pages
+    link it instead of offering a second "Leaf maintenance…" (one at a time per switch)."""
+    return running_maintenance(switch)

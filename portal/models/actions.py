@@ -71,6 +71,17 @@ class Action(models.Model):
     def is_terminal(self) -> bool:
         return self.status in TERMINAL_STATUSES
 
+    @property
+    def shown_status(self) -> str:
+        """The status as pages show it: "waiting" for a queued Action that a handler put back
+        to check again (a maintenance waiting for jobs to leave its nodes re-polls as
+        "queued", with what it waits for in `result["progress"]`, portal/services/actions.py
+        `_finish`); otherwise `status` itself. Display only: the state machine is unchanged."""
+        if self.status == ActionStatus.QUEUED and isinstance(self.result, dict) and (
+                isinstance(self.result.get("progress"), str) and self.result["progress"]):
+            return "waiting"
+        return self.status
+
 
 class ActionAttempt(models.Model):
     """One try at carrying out an Action: which worker, when, and how it ended."""

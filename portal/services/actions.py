@@ -272,6 +272,7 @@ def action_summary(action: Action) -> dict:
         "target": action.target,
         "reason": action.reason,
         "status": action.status,
+        "shown_status": action.shown_status,  # "waiting" for a queued Action that re-polls
         "attempts": action.attempts,
         "last_error": action.last_error,
         "result": action.result,

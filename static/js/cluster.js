@@ -4,7 +4,9 @@
  *   cells on the page are not every node); a problems-only grid re-reads itself when a node it
  *   does not show turns drained or down;
  * - "jobs" and "faults" events re-read the summary cards and the grid from the server (debounced),
- *   since a count or a cell's fault mark cannot be derived from one event alone. The server only
+ *   since a count or a cell's fault mark cannot be derived from one event alone; so does
+ *   "maintenance.window" (a window started or ended: the cells gain or lose their maintenance
+ *   marks, fabric/maintenance_windows.py). The server only
  *   renders what the user may see, so a tenant admin's page never learns of other tenants. */
 (() => {
   "use strict";
@@ -217,6 +219,7 @@
     const delay = REFRESH_DELAY_MS[event.detail.group];
     if (delay !== undefined) scheduleRefresh(delay);
   });
+  document.addEventListener("live:maintenance.window", () => scheduleRefresh(REFRESH_DELAY_MS.faults));
   document.addEventListener("live:resync", applyCollapsed);
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", initLayout);
   else initLayout();

@@ -172,8 +172,11 @@
     return node;
   }
 
-  const statusBadge = (status) => el("span", { class: `status status-${status}` },
-    [el("span", { class: "status-icon", "aria-hidden": "true" }), String(status)]);
+  // `shown`: what the page says ("waiting" for a queued Action that re-polls, the event's
+  // shown_status); data-status keeps the real status, which the counters and progress use.
+  const statusBadge = (status, shown = status) => el("span", { class: `status status-${shown}`, "data-status": String(status) },
+    [el("span", { class: "status-icon", "aria-hidden": "true" }), String(shown)]);
+  const actionBadge = (a) => statusBadge(a.status, a.shown_status || a.status);
   // "YYYY-MM-DD HH:MM:SS UTC", 24-hour with the zone, as the templates render it (TIME_ZONE).
   const formatTime = (iso) => (iso && !isNaN(new Date(iso)) ? `${new Date(iso).toISOString().slice(0, 19).replace("T", " ")} UTC` : "—");
 
@@ -183,26 +186,31 @@
     document.querySelectorAll("[data-action-id]").forEach((node) => {
       const cell = node.querySelector("[data-field=status]");
       if (!cell) return;
-      const status = cell.textContent.trim();
+      const badge = cell.querySelector("[data-status]");
+      const status = badge ? badge.dataset.status : cell.textContent.trim();
       knownStatus.set(String(node.dataset.actionId), status);
       const tries = node.querySelector("[data-field=attempts]");
       const attempts = parseInt(tries ? tries.textContent : "", 10) || 0;
-      knownProgress.set(String(node.dataset.actionId), progress({ status, attempts }));
+      const shown = badge ? badge.textContent.trim() : status;
+      knownProgress.set(String(node.dataset.actionId), progress({ status, attempts, shown_status: shown }));
     });
   }
   // How far an Action has got: each claim adds an attempt (running), a retry puts it back in the
   // queue with that attempt counted, and a terminal status is final. The web process and the
   // worker publish separately, so "queued" may arrive after "succeeded": an event
   // that is behind what the page already shows is stale and changes nothing.
+  // A check that must wait (shown_status "waiting") gives its attempt back, so it ranks just
+  // after the claim it ended (3 per attempt), not before it: else it read as stale and the page
+  // kept saying "running" while the Action waited.
   const progress = (a) => 3 * (Number(a.attempts) || 0) +
-    (TERMINAL.has(a.status) ? 2 : a.status === "queued" ? 1 : 0);
+    (a.shown_status === "waiting" ? 3 : TERMINAL.has(a.status) ? 2 : a.status === "queued" ? 1 : 0);
 
   // Same columns as templates/portal/_action_rows.html.
   const actionRow = (a) => el("tr", { id: `action-row-${a.id}`, "data-action-id": String(a.id) }, [
     el("td", { class: "num" }, [el("a", { href: `/actions/${a.id}/` }, [`#${a.id}`])]),
     el("td", {}, [el("code", {}, [String(a.kind)])]),
     el("td", {}, [String(a.target ?? "")]),
-    el("td", { "data-field": "status" }, [statusBadge(a.status)]),
+    el("td", { "data-field": "status" }, [actionBadge(a)]),
     el("td", { class: "num", "data-field": "attempts" }, [String(a.attempts ?? 0)]),
     el("td", {}, [String(a.requested_by || "system")]),
     el("td", { class: "truncate", title: String(a.reason || "") }, [String(a.reason || "")]),
@@ -232,7 +240,7 @@
     document.querySelectorAll("tbody[data-live-action-rows]").forEach((tbody) => {
       const row = tbody.querySelector(`#action-row-${CSS.escape(String(a.id))}`);
       if (row) {
-        row.querySelectorAll("[data-field=status]").forEach((n) => n.replaceChildren(statusBadge(a.status)));
+        row.querySelectorAll("[data-field=status]").forEach((n) => n.replaceChildren(actionBadge(a)));
         row.querySelectorAll("[data-field=attempts]").forEach((n) => { n.textContent = String(a.attempts ?? ""); });
         flash(row);
       } else if (rowFitsThisPage(a)) {
@@ -276,7 +284,7 @@
     // The detail fields sit in the cards below the heading; the action rows have their own.
     const field = (name) => [...document.querySelectorAll(`[data-field=${name}]`)]
       .filter((node) => !node.closest("tr[data-action-id]"));
-    field("status").forEach((n) => { n.replaceChildren(statusBadge(a.status)); flash(n); });
+    field("status").forEach((n) => { n.replaceChildren(actionBadge(a)); flash(n); });
     field("attempts").forEach((n) => {
       const of = /^\s*\d+(\s+of\s+.*)$/.exec(n.textContent);   // keep the " of <max>" suffix
       n.textContent = `${a.attempts ?? ""}${of ? of[1].trimEnd() : ""}`;
@@ -307,7 +315,7 @@
     const close = el("button", { type: "button", class: "toast-close", "aria-label": "Dismiss" }, ["×"]);
     const node = el("div", { class: `toast toast-${kind}`, role: "status" }, [
       el("span", { class: "toast-body" }, [el("a", { href: `/actions/${a.id}/` }, [`Action #${a.id}`]),
-        " ", el("code", {}, [String(a.kind)]), " ", statusBadge(a.status)]),
+        " ", el("code", {}, [String(a.kind)]), " ", actionBadge(a)]),
       close,
     ]);
     let timer = 0;

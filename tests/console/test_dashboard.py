@@ -239,3 +239,24 @@ def test_a_tenant_admins_gpus_in_use_never_exceed_the_gpus_they_see(make_user, t
     make_job("701", [allocated[0], elsewhere[0]], tenant=tenant_a)  # 8 of its 16 on it
     grid = cluster_grid(user=make_user(Role.TENANT_ADMIN, tenant=tenant_a))
     assert (grid.gpus_in_use, grid.gpu_total) == (8, 8)
+
+
+def test_a_tenant_admin_sees_their_running_jobs_gpus_on_shared_nodes_too(
+    make_user, tenant_a, tenant_b
+):
+    """Issue 26 item 6: "0 of 64" while the tenant's job ran on shared nodes. Their job's GPUs
+    outside the allocation are said beside the figure (never added to it), theirs only."""
+    allocated, shared = make_nodes(2), make_nodes(3, start=20)
+    Allocation.objects.create(tenant=tenant_a, start=timezone.now() - timedelta(1)).nodes.set(
+        allocated)
+    make_job("800", shared[:2], tenant=tenant_a, user="ours")  # 16 GPUs, none on the allocation
+    make_job("801", shared[2:], tenant=tenant_b, user="theirs")  # another tenant's: not counted
+    make_job("802", shared[:1], tenant=tenant_a, state="COMPLETED")  # over: not counted
+    admin = make_user(Role.TENANT_ADMIN, tenant=tenant_a)
+    grid = cluster_grid(user=admin)
+    assert (grid.gpus_in_use, grid.gpu_total, grid.gpus_in_use_elsewhere) == (0, 16, 16)
+    html = browser_for(make_user, Role.TENANT_ADMIN, tenant_a).get("/").content.decode()
+    elsewhere = html.split('id="gpus-in-use-elsewhere"')[1].split("</p>")[0]
+    assert "<strong>16</strong> GPUs" in elsewhere and "gpu020" not in html and "theirs" not in html
+    operator = cluster_grid(user=make_user(Role.OPERATOR))
+    assert (operator.gpus_in_use, operator.gpus_in_use_elsewhere) == (24, 0)

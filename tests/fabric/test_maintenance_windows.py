@@ -8,8 +8,11 @@ real slurmctld in tests/fabric/test_maintenance_windows_real_slurm.py.
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -304,3 +307,88 @@ def test_while_a_window_runs_the_grid_the_switch_pages_and_the_node_page_header_
     assert sorted(cell.in_maintenance for cell in by_pod.values()) == [0, len(held)]
     assert any(f"{len(held)} in maintenance" in cell.label for cell in by_pod.values())
     assert f'data-agg-maintenance="{len(held)}"' in client.get("/").content.decode()
+
+
+def test_an_open_dashboard_is_told_when_a_window_starts_and_ends(
+    small_fleet, slurm, make_user, monkeypatch
+):
+    """Issue 26 item 2, live: the grid gained its maintenance marks only on a reload. Starting
+    and ending a window publish "maintenance.window" on "cluster" on commit (no tenant listed:
+    a tenant admin is not told why nodes drain), and cluster.js re-reads the grid on it."""
+    published = []
+    monkeypatch.setattr(
+        "fabric.maintenance_windows.publish",
+        lambda group, event, payload, **scope: published.append((group, event, payload, scope)))
+    operator = make_user(Role.OPERATOR)
+    start = timezone.now() + timedelta(hours=1)
+    window = create_maintenance_window(
+        planned_start=start, planned_end=start + timedelta(hours=2), reason="BIOS update",
+        hostlist="gpu[001-002]", owner=operator)
+    assert published == []  # planned, not running: nothing on the grid changes
+    start_maintenance_window(window, requested_by=operator)
+    scope = {"tenant_ids": [], "tenant_private": False}
+    assert published == [("cluster", "maintenance.window",
+                          {"window_id": window.pk, "status": "running"}, scope)]
+    window.refresh_from_db()
+    Action.objects.filter(pk=window.nodes_action_id).update(status=ActionStatus.SUCCEEDED)
+    end_maintenance_window(window, requested_by=operator)
+    assert published[1] == ("cluster", "maintenance.window",
+                            {"window_id": window.pk, "status": "ended"}, scope)
+    script = (Path(__file__).resolve().parents[2] / "static/js/cluster.js").read_text()
+    assert 'addEventListener("live:maintenance.window"' in script
+
+
+def test_a_switch_in_maintenance_links_it_instead_of_offering_another(leaf, client, make_user):
+    """Issue 26: the switch pages offered "Leaf maintenance…" while that switch was already in
+    a running maintenance (a second one is refused: one at a time per switch)."""
+    operator = make_user(Role.OPERATOR)
+    client.force_login(operator)
+    offer = f'href="/fabric/switches/{leaf.pk}/maintenance/"'
+    switch_pages = [f"/inventory/switches/{LEAF}/", f"/fabric/switches/{LEAF}/"]
+    for url in switch_pages:
+        page = client.get(url).content.decode()
+        assert "Leaf maintenance…" in page and "switch-maintenance-running" not in page, url
+    start = timezone.now() + timedelta(hours=1)
+    window = create_maintenance_window(planned_start=start, planned_end=start + timedelta(hours=2),
+                                       switch_names=[LEAF], reason="optics", owner=operator)
+    start_maintenance_window(window, requested_by=operator)
+    maintenance = Maintenance.objects.get(switch=leaf)
+    for url in switch_pages:
+        page = client.get(url).content.decode()
+        assert "Leaf maintenance…" not in page and offer not in page, url
+        running = page.split('id="switch-maintenance-running"')[1].split("</li>")[0]
+        assert f'href="/actions/{maintenance.start_action_id}/"' in running, url
+        assert f"maintenance window #{window.pk}" in running, url
+
+
+def test_the_calendar_is_a_fixed_number_of_queries_however_many_windows(
+    small_fleet, client, make_user, django_assert_max_num_queries
+):
+    """Issue 26: the calendar read each window's maintenances (and each one's switch) with a
+    query of its own. One window or six with two maintenances each: the same page budget."""
+    operator = make_user(Role.OPERATOR)
+    client.force_login(operator)
+    leaves = list(Switch.objects.filter(role=Switch.Role.LEAF).order_by("hostname")[:2])
+    start = timezone.now() + timedelta(hours=1)
+
+    def plan(number: int) -> None:
+        window = MaintenanceWindow.objects.create(
+            planned_start=start + timedelta(hours=3 * number),
+            planned_end=start + timedelta(hours=3 * number + 2), reason=f"work {number}",
+            owner=operator, reserved_nodes=["gpu001"], status=MaintenanceWindow.Status.ENDED)
+        window.switches.set(leaves)
+        for leaf in leaves:
+            action = Action.objects.create(kind="fabric.leaf_maintenance", target=leaf.hostname,
+                                           reason="work", status=ActionStatus.SUCCEEDED)
+            Maintenance.objects.create(switch=leaf, window=window, reason="work",
+                                       start_action=action, status=Maintenance.Status.ENDED)
+
+    plan(0)
+    with CaptureQueriesContext(connection) as one_window:
+        assert client.get("/fabric/maintenance/").status_code == 200
+    for number in range(1, 6):
+        plan(number)
+    with django_assert_max_num_queries(len(one_window)):
+        page = client.get("/fabric/maintenance/").content.decode()
+    assert page.count("data-window=") == 6
+    assert page.count(f"{leaves[1].hostname}: ended") == 6

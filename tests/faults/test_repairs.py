@@ -262,6 +262,43 @@ def test_the_api_install_names_a_serial_already_installed(ticket, api_as, fleet)
         "installed", "waiting_for_part"]
 
 
+def test_the_api_refuses_each_bad_step_naming_the_field_and_writes_nothing(
+        ticket, api_as, fleet):
+    """Issue 25 "Done when": an unknown part type, a serial already installed elsewhere and a
+    date before the case opened are each a 400 naming the field, on every endpoint that takes
+    them (adding a part, moving the case, installing), and nothing is written: no part, no
+    swap, no serial changed, no step dated, no timeline entry, no audit record."""
+    client = api_as(Role.OPERATOR)
+    case = open_gpu_case(ticket, None)
+    repairs.transition_repair_case(case=case, to_status="part_received", actor=None)
+    case.refresh_from_db()
+    url = f"{CASES}{case.pk}/"
+    part = case.parts.get()
+    slot_serial = ticket.node.gpus.get(index=3).serial
+    elsewhere = fleet.nodes[1].gpus.get(index=1).serial
+    before_opening = (case.opened_at - timedelta(hours=1)).isoformat()
+    counts = (RepairPart.objects.count(), ComponentSwap.objects.count(),
+              ticket.timeline.count(), AuditEntry.objects.count())
+    refused = {
+        "kind": post_json(client, f"{url}parts/", {"kind": "warp_core"}),
+        "serial_in": post_json(client, f"{url}install/",
+                               {"part": part.pk, "serial_in": elsewhere}),
+        "installed_at": post_json(client, f"{url}install/", {
+            "part": part.pk, "serial_in": "NEW-1", "installed_at": before_opening}),
+        "at": post_json(client, f"{url}transition/",
+                        {"to_status": "installed", "at": before_opening}),
+    }
+    for field, response in refused.items():
+        assert response.status_code == 400, (field, response.content)
+        assert field in response.json(), (field, response.json())
+    assert (RepairPart.objects.count(), ComponentSwap.objects.count(),
+            ticket.timeline.count(), AuditEntry.objects.count()) == counts
+    case.refresh_from_db()
+    assert (case.status, case.installed_at) == ("part_received", None)
+    assert ticket.node.gpus.get(index=3).serial == slot_serial
+    assert GPU.objects.filter(serial=elsewhere).count() == 1
+
+
 @pytest.mark.parametrize(("role", "read", "write"), [
     (Role.VIEWER, 200, 403), (Role.TENANT_ADMIN, 403, 403), (Role.OPERATOR, 200, 400),
 ])

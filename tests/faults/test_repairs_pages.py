@@ -82,6 +82,36 @@ def test_bad_input_on_the_page_is_a_400_naming_the_field_and_keeps_the_typing(ti
     assert RepairCase.objects.count() == 1
 
 
+def test_the_install_form_refuses_a_serial_installed_elsewhere_or_dated_too_early(
+        ticket, make_user, fleet):
+    """Issue 25 "Done when", on the page: a serial already installed in another slot and an
+    install dated before the case opened are each a 400 naming the field; nothing is written
+    (no swap, the slot keeps its serial, the other slot its own, the case stays received)."""
+    client = page_client(make_user, Role.OPERATOR)
+    case = repairs.open_repair_case(ticket=ticket, vendor="NVIDIA", component="gpu", actor=None,
+                                    parts=[repairs.PartRequest(kind="gpu", gpu_index=3)])
+    repairs.transition_repair_case(case=case, to_status="part_received", actor=None)
+    case.refresh_from_db()
+    part = case.parts.get()
+    slot_serial = GPU.objects.get(node=ticket.node, index=3).serial
+    elsewhere = fleet.nodes[1].gpus.get(index=1).serial
+    too_early = timezone.localtime(case.opened_at - timedelta(days=1)).strftime("%Y-%m-%dT%H:%M")
+    url = f"/faults/{ticket.pk}/repairs/{case.pk}/install/"
+    for field, data in (
+        ("serial_in", {"part": part.pk, "serial_in": elsewhere}),
+        ("installed_at", {"part": part.pk, "serial_in": "NEW-2", "installed_at": too_early}),
+    ):
+        response = client.post(url, data)
+        assert response.status_code == 400, field
+        assert f"{field}: " in response.content.decode(), field
+    assert not ComponentSwap.objects.exists()
+    assert GPU.objects.get(node=ticket.node, index=3).serial == slot_serial
+    assert GPU.objects.filter(serial=elsewhere).count() == 1
+    case.refresh_from_db()
+    part.refresh_from_db()
+    assert (case.status, case.installed_at, part.swap) == ("part_received", None, None)
+
+
 def test_readers_see_the_panel_without_its_forms(ticket, make_user):
     repairs.open_repair_case(ticket=ticket, vendor="NVIDIA", component="nvlink_module",
                              actor=None, parts=[repairs.PartRequest(kind="nvlink_module")])

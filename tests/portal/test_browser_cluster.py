@@ -260,3 +260,49 @@ def test_a_fleet_dashboard_moves_the_pod_cell_of_a_node_that_changes_state(
     page.click(pod2)
     page.wait_for_url(f"{fleet_server.url}/?pod=pod2")
     assert page.locator(".aggregate-cell").count() == 2
+
+
+def test_an_open_dashboard_gains_and_loses_the_maintenance_marks_live(
+    portal_server, browser_page, make_user, monkeypatch
+):
+    """Issue 26 item 2: the grid's maintenance marks came only with a reload. Starting a
+    window marks its nodes' cells, ending it clears them, on the open page."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    import portal.services.actions as action_services
+    from fabric.maintenance_windows import (
+        create_maintenance_window,
+        end_maintenance_window,
+        start_maintenance_window,
+    )
+    from portal.models import Action, ActionStatus
+
+    MARKED = "[id^=node-cell-][data-maintenance]"  # not the legend's swatch
+    # The drains and reservations are queued, not run: this is about the marks.
+    monkeypatch.setattr(action_services, "send_action_task", lambda *args, **kwargs: None)
+    build_cluster()
+    operator = make_user(Role.OPERATOR)
+    page = browser_page
+    log_in(page, portal_server, operator.username)
+    page.wait_for_selector("#live-indicator[data-state=live]", timeout=15_000)
+    page.evaluate("window.__sameDocument = 'yes'")
+    assert page.locator(MARKED).count() == 0
+    page.wait_for_timeout(1_000)  # the subscription's resync is behind us
+
+    start = timezone.now() + timedelta(hours=1)
+    window = create_maintenance_window(
+        planned_start=start, planned_end=start + timedelta(hours=2), reason="BIOS update",
+        hostlist="gpu[001-002]", owner=operator)
+    start_maintenance_window(window, requested_by=operator)
+    page.wait_for_selector(f'#node-cell-gpu002[data-maintenance="{window.pk}"]', timeout=10_000)
+    assert page.locator(MARKED).count() == 2
+    page.screenshot(path=str(ARTIFACTS / "dashboard-window-marks-live.png"), full_page=True)
+
+    window.refresh_from_db()
+    Action.objects.filter(pk=window.nodes_action_id).update(status=ActionStatus.SUCCEEDED)
+    end_maintenance_window(window, requested_by=operator)
+    page.wait_for_selector("#node-cell-gpu002:not([data-maintenance])", timeout=10_000)
+    assert page.locator(MARKED).count() == 0
+    assert page.evaluate("window.__sameDocument") == "yes"  # no reload did it

@@ -144,3 +144,27 @@ def test_the_action_page_fills_in_started_and_each_attempt_live(
     assert not page.locator("[data-field=cancel-form]").is_visible()  # finished: not cancellable
     assert not page.locator("[data-field=progress-row]").is_visible()  # the canary says none
     page.screenshot(path=str(ARTIFACTS / "portal-action-attempt-finished.png"), full_page=True)
+
+
+def test_an_action_that_starts_waiting_reads_waiting_live(
+    portal_server, browser_page, make_user, monkeypatch
+):
+    """Issue 26: a maintenance waiting for jobs re-polls as "queued", and the open Action page
+    said "queued" while it waited. The live update says "waiting", with what for."""
+    import portal.services.actions as action_services
+
+    page = browser_page
+    operator = make_user(Role.OPERATOR)
+    monkeypatch.setattr(action_services, "send_action_task", lambda *args, **kwargs: None)
+    action, _ = enqueue_action(kind="test.waits", target="gpu001", reason="live waiting",
+                               requested_by=operator, parameters={"every": 600})
+    log_in(page, portal_server, operator.username)
+    page.goto(f"{portal_server.url}/actions/{action.pk}/")
+    page.wait_for_selector("#live-indicator[data-state=live]", timeout=15_000)
+    status = page.locator("#action-status-line [data-field=status]")
+    assert status.inner_text().strip() == "queued"
+    page.wait_for_timeout(1_000)  # the subscription's resync is behind us
+    assert run_action(action_id=action.pk).startswith("waiting")
+    status.locator(".status-waiting[data-status=queued]").wait_for(timeout=10_000)
+    assert status.inner_text().strip() == "waiting"
+    assert page.locator("[data-field=progress]").inner_text() == "waiting (1)"

@@ -126,6 +126,37 @@ def test_action_pages_and_cancel_from_the_ui(browser_as):
     assert again.status_code == 200 and b"only a queued Action can be cancelled" in again.content
 
 
+def test_a_waiting_action_reads_as_waiting_not_queued(browser_as, monkeypatch):
+    """Issue 26: a maintenance waiting for jobs re-polls as "queued" and the Action page and
+    list said "queued". They say "waiting" (its progress says for what); the real status stays
+    in data-status for the live counters, and the state machine is unchanged."""
+    from portal.services import actions as action_services
+    from portal.services.actions import run_action
+
+    monkeypatch.setattr(action_services, "send_action_task", lambda *args, **kwargs: None)
+    oncall = browser_as(Role.ONCALL)
+    waiting, _ = enqueue_action(kind="test.waits", target="gpu001", reason="ui test",
+                                requested_by=oncall.user, parameters={"every": 600})
+    fresh, _ = enqueue_action(kind="test.waits", target="gpu002", reason="ui test",
+                              requested_by=oncall.user)
+    assert run_action(action_id=waiting.pk).startswith("waiting")
+    waiting.refresh_from_db()
+    assert (waiting.status, waiting.shown_status, fresh.shown_status) == (
+        "queued", "waiting", "queued")
+    waiting_badge = ('<span class="status status-waiting" data-status="queued">'
+                     '<span class="status-icon" aria-hidden="true"></span>waiting</span>')
+    listing = oncall.get("/actions/").content.decode()
+    row = listing.split(f'id="action-row-{waiting.pk}"')[1].split("</tr>")[0]
+    assert waiting_badge in row
+    other = listing.split(f'id="action-row-{fresh.pk}"')[1].split("</tr>")[0]
+    assert ">queued</span>" in other and "waiting" not in other
+    detail = oncall.get(f"/actions/{waiting.pk}/").content.decode()
+    status_line = detail.split('id="action-status-line"')[1].split("</p>")[0]
+    assert waiting_badge in status_line and "waiting (1)" in detail
+    script = (REPO / "static/js/live.js").read_text()
+    assert "a.shown_status" in script and "badge.dataset.status" in script
+
+
 def test_viewers_cannot_cancel(browser_as):
     viewer = browser_as(Role.VIEWER)
     action, _ = enqueue_action(kind="portal.canary", target="x", reason="r")
