@@ -27,6 +27,7 @@ from inventory.api.pagination import InventoryCursorPagination
 from inventory.api.parsers import TextYAMLParser, YAMLParser
 from inventory.api.prefetch import related_paths
 from inventory.bmc.power import OPERATIONS, power_impact, read_power_state, request_power_action
+from inventory.bmc.reading import DEFAULT_EVENT_LIMIT, MAX_EVENT_LIMIT, bmc_reading
 from inventory.bmc.targets import has_bmc
 from inventory.models import (
     GPU,
@@ -192,6 +193,35 @@ class NodeViewSet(InventoryViewSet):
             idempotency_key=data.get("idempotency_key") or request.headers.get("Idempotency-Key"),
         )
         return action_accepted(request, action_row)
+
+
+    @extend_schema(
+        summary="What the node's BMC says now: health, sensors, firmware, events, GPUs matched "
+        "by serial or UUID",
+        description="Read live from the BMC with the page timeout. A BMC that does not answer "
+        "is a 200 saying so (`answered` false, `error`), a resource it lacks is `not_offered`.",
+        parameters=[
+            OpenApiParameter(
+                "events",
+                {"type": "integer", "minimum": 1, "maximum": MAX_EVENT_LIMIT},
+                description="How many of the newest event-log entries (default "
+                f"{DEFAULT_EVENT_LIMIT})",
+            )
+        ],
+        responses={200: inventory_serializers.NodeBmcSerializer},
+    )
+    @action(detail=True, methods=["get"], url_path="bmc", url_name="bmc")
+    def bmc(self, request, pk=None):
+        node = get_object_or_404(self.restrict_queryset(request.user), pk=pk)
+        self.check_object_permissions(request, node)
+        raw_limit = request.query_params.get("events", str(DEFAULT_EVENT_LIMIT))
+        try:
+            limit = int(raw_limit)
+        except ValueError:
+            limit = 0
+        if not 1 <= limit <= MAX_EVENT_LIMIT:
+            raise InvalidInput({"events": [f"A whole number from 1 to {MAX_EVENT_LIMIT}."]})
+        return Response(bmc_reading(node, event_limit=limit).as_dict())
 
 
 @with_bulk_writes

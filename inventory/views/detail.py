@@ -13,6 +13,7 @@ from django.views.generic import TemplateView
 
 from inventory import cable_trace, selectors
 from inventory.bmc.power import read_power_state
+from inventory.bmc.reading import bmc_reading
 from inventory.bmc.targets import has_bmc
 from inventory.forms import SpareStockForm
 from inventory.hostlist import compress_hostlist
@@ -53,6 +54,23 @@ class NodeDetailView(InventoryPageMixin, TemplateView):
             # Read live, with BMC_PAGE_TIMEOUT: an unknown state is said, never guessed.
             bmc={"configured": has_bmc(node), "power_state": read_power_state(node)},
         )
+        return context
+
+
+class NodeBmcView(InventoryPageMixin, TemplateView):
+    """The node page's BMC section (an htmx fragment): what the BMC says now, or that it did
+    not answer within BMC_PAGE_TIMEOUT."""
+
+    template_name = "inventory/_node_bmc.html"
+    capability = "read_inventory"  # another tenant's node is a 404, as on the node page
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        node = selectors.visible_nodes(user=self.request.user).filter(
+            hostname=kwargs["hostname"]).first()
+        if node is None:
+            raise Http404(f"No node {kwargs['hostname']!r}.")
+        context.update(node=node, reading=bmc_reading(node))
         return context
 
 
