@@ -13,6 +13,11 @@ urlpatterns = [
     # timeout) never holds up the page or adds to its queries.
     path("nodes/<str:hostname>/bmc/", detail.NodeBmcView.as_view(), name="node-bmc"),
     path(
+        "nodes/<str:hostname>/boot-override/",
+        detail.NodeBootOverrideView.as_view(),
+        name="node-boot-override",
+    ),
+    path(
         "nodes/<str:hostname>/nics/<str:device>/trace/",
         detail.NicTraceView.as_view(),
         name="nic-trace",

@@ -706,6 +706,15 @@ def _inventory_rows() -> dict[str, Route]:
             ),
         )
     )
+    rows["api:inventory:node-boot-override"] = Route(
+        (
+            post(
+                lambda w: f"/api/inventory/nodes/{w.node.pk}/boot-override/",
+                api("power", 400),
+                note="the next boot's source: only those who may power nodes",
+            ),
+        )
+    )
     rows["api:inventory:topology-import"] = Route(
         (post("/api/inventory/topology/import", api("write_inventory", 400)),)
     )
@@ -730,6 +739,15 @@ MATRIX.update(
                 get(
                     lambda w: f"/inventory/nodes/{w.other_node.hostname}/bmc/",
                     page("read_inventory", tenant_admin=404),
+                ),
+            )
+        ),
+        "inventory:node-boot-override": Route(
+            (
+                post(
+                    lambda w: f"/inventory/nodes/{w.node.hostname}/boot-override/",
+                    page("power", 302),
+                    note="an empty form is refused back to the node page, nothing queued",
                 ),
             )
         ),

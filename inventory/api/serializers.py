@@ -15,6 +15,7 @@ from rest_framework.validators import UniqueTogetherValidator
 
 from inventory.allocations import allocation_period_errors
 from inventory.api.fields import BriefRelatedField, DetailURLField
+from inventory.bmc.boot import BOOT_TARGETS
 from inventory.bmc.reading import GPU_STATES, SECTION_STATUSES
 from inventory.models import (
     GPU,
@@ -339,6 +340,14 @@ class NodeBmcSerializer(serializers.Serializer):
     inventory_only_gpus = BmcInventoryGpuSerializer(
         many=True, help_text="The inventory's GPUs no BMC GPU matched by serial or UUID"
     )
+
+
+class NodeBootOverrideRequestSerializer(StrictSerializer):
+    target = serializers.ChoiceField(
+        choices=list(BOOT_TARGETS), help_text="Boot from this at the next boot only"
+    )
+    reason = OneLineTextField(max_length=1000, help_text="Recorded on the Action and audit")
+    idempotency_key = serializers.CharField(required=False, max_length=128)
 
 
 class GPUSerializer(StrictModelSerializer):
