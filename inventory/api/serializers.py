@@ -310,6 +310,11 @@ class BmcInventoryGpuSerializer(serializers.Serializer):
     model = serializers.CharField()
 
 
+class BmcBootOverrideSerializer(serializers.Serializer):
+    target = serializers.CharField(help_text="BootSourceOverrideTarget: None, Pxe, BiosSetup, ...")
+    enabled = serializers.CharField(help_text="Disabled, Once or Continuous, as read back")
+
+
 def _bmc_section(name: str, item_serializer) -> type[serializers.Serializer]:
     return type(
         name,
@@ -337,6 +342,7 @@ class NodeBmcSerializer(serializers.Serializer):
     firmware = _bmc_section("BmcFirmwareSection", BmcFirmwareSerializer)()
     events = _bmc_section("BmcEventSection", BmcEventSerializer)()
     gpus = _bmc_section("BmcGpuSection", BmcGpuSerializer)()
+    boot_override = _bmc_section("BmcBootOverrideSection", BmcBootOverrideSerializer)()
     inventory_only_gpus = BmcInventoryGpuSerializer(
         many=True, help_text="The inventory's GPUs no BMC GPU matched by serial or UUID"
     )

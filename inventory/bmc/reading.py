@@ -55,6 +55,9 @@ class BmcReading:
     firmware: Section = field(default_factory=Section)
     events: Section = field(default_factory=Section)
     gpus: Section = field(default_factory=Section)
+    # The boot source override as the BMC reads it back: a "Continuous" left over from a
+    # one-time request (sushy-emulator stores Once so) would boot from PXE at every boot.
+    boot_override: Section = field(default_factory=Section)
     # The inventory's GPUs on the node that no BMC GPU matched by serial or UUID: after a swap,
     # the old serial is still recorded here while the BMC reports the new one (BMC-only).
     inventory_only_gpus: list = field(default_factory=list)
@@ -125,6 +128,7 @@ def bmc_reading(
         reading.error = did_not_answer(error)
         skipped = Section(status=ERROR, message=reading.error)
         reading.sensors = reading.firmware = reading.events = reading.gpus = skipped
+        reading.boot_override = skipped
         return reading
     reading.answered = True
     reading.health = asdict(health)
@@ -161,6 +165,7 @@ def bmc_reading(
             for entry in driver.event_log(target, limit=event_limit)[:event_limit]
         ],
         "gpus": gpus,
+        "boot_override": lambda: [asdict(driver.boot_override(target))],
     }
     unreachable: BmcUnreachable | None = None
     for name, call in calls.items():

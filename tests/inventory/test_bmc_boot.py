@@ -62,8 +62,9 @@ def test_pxe_once_is_an_action_that_reports_what_the_bmc_read_back(
 
 
 def test_sushy_emulators_continuous_is_reported_not_hidden(
-    operator_api, redfish_settings, sushy_emulator
+    operator_api, client, make_user, redfish_settings, sushy_emulator
 ):
+    client.force_login(make_user(Role.VIEWER))
     node = emulated_node(sushy_emulator, "gpu010")  # a system no other test uses
     response = operator_api.post(
         boot_url(node), {"target": "Pxe", "reason": "reinstall"}, format="json"
@@ -75,6 +76,9 @@ def test_sushy_emulators_continuous_is_reported_not_hidden(
     assert action.result["read_back"] == {"target": "Pxe", "enabled": "Continuous"}
     assert action.result["as_requested"] is False
     assert "'Continuous', not 'Once'" in action.result["note"]
+    # The node page's BMC section keeps showing it, so nobody forgets to clear it.
+    fragment = client.get(f"/inventory/nodes/{node.hostname}/bmc/").content.decode()
+    assert "Pxe (Continuous) <strong class=\"warn\">at every boot until cleared" in fragment
     # What the BMC does not offer fails in its own terms, naming what it does offer.
     refused = operator_api.post(
         boot_url(node), {"target": "BiosSetup", "reason": "check BIOS"}, format="json"

@@ -78,6 +78,8 @@ def test_the_api_reads_health_sensors_firmware_events_and_gpus_from_the_hgx_emul
     assert (gpus["GPU_SXM_2"]["matched_by"], gpus["GPU_SXM_2"]["inventory_index"]) == ("uuid", 3)
     assert gpus["GPU_SXM_3"]["state"] == "bmc_only"
     assert [gpu["serial"] for gpu in body["inventory_only_gpus"]] == ["OLD-SERIAL-BEFORE-SWAP"]
+    # The HGX baseboard system has no Boot: said, not an error.
+    assert body["boot_override"]["status"] == "not_offered"
     assert MOCKUP_PASSWORD not in response.content.decode()
 
 

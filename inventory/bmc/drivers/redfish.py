@@ -186,6 +186,8 @@ class RedfishDriver(BmcDriver):
     def boot_override(self, target: BmcTarget) -> BootOverride:
         with _session(target) as session:
             boot = session.system().boot
+            if boot is None:  # an HGX baseboard system has no Boot: it is not what boots
+                raise BmcNotSupported(f"{target.hostname}: the system has no boot settings")
             return BootOverride(
                 target=boot.target.value if boot.target else "None",
                 enabled=boot.enabled.value if boot.enabled else "Disabled",
@@ -202,6 +204,8 @@ class RedfishDriver(BmcDriver):
         )
         with _session(target) as session:
             system = session.system()
+            if system.boot is None:
+                raise BmcNotSupported(f"{target.hostname}: the system has no boot settings")
             allowed = system.boot.allowed_values
             if allowed and device not in allowed:
                 raise BmcNotSupported(
