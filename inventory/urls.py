@@ -9,6 +9,14 @@ app_name = "inventory"
 urlpatterns = [
     path("", lists.NodeListView.as_view(), name="node-list"),
     path("nodes/<str:hostname>/", detail.NodeDetailView.as_view(), name="node-detail"),
+    # The node page's BMC section, loaded by htmx after the page: the BMC's answer (or its
+    # timeout) never holds up the page or adds to its queries.
+    path("nodes/<str:hostname>/bmc/", detail.NodeBmcView.as_view(), name="node-bmc"),
+    path(
+        "nodes/<str:hostname>/boot-override/",
+        detail.NodeBootOverrideView.as_view(),
+        name="node-boot-override",
+    ),
     path(
         "nodes/<str:hostname>/nics/<str:device>/trace/",
         detail.NicTraceView.as_view(),

@@ -522,6 +522,9 @@ SPECTACULAR_SETTINGS = {
         # Table 13's categories, also the statistics' fault "component": one name for both.
         "CategoryEnum": "faults.models.Category",
         "JobSourceEnum": "jobs.models.Job.Source",
+        # What a BMC said of each part of a node (inventory.bmc.reading).
+        "BmcSectionStatusEnum": "inventory.bmc.reading.SECTION_STATUSES",
+        "BmcGpuStateEnum": "inventory.bmc.reading.GPU_STATES",
         # A repair case's steps and the part kinds both a case and a swap name.
         "RepairStatusEnum": "faults.repair_workflow.RepairStatus",
         "ComponentKindEnum": "inventory.models.history.ComponentKind",

@@ -693,6 +693,28 @@ def _inventory_rows() -> dict[str, Route]:
             ),
         )
     )
+    rows["api:inventory:node-bmc"] = Route(
+        (
+            get(
+                lambda w: f"/api/inventory/nodes/{w.node.pk}/bmc/",
+                api("read_inventory"),
+                note="what the BMC says: whoever may see the node, never its credentials",
+            ),
+            get(
+                lambda w: f"/api/inventory/nodes/{w.other_node.pk}/bmc/",
+                api("read_inventory", tenant_admin=404),
+            ),
+        )
+    )
+    rows["api:inventory:node-boot-override"] = Route(
+        (
+            post(
+                lambda w: f"/api/inventory/nodes/{w.node.pk}/boot-override/",
+                api("power", 400),
+                note="the next boot's source: only those who may power nodes",
+            ),
+        )
+    )
     rows["api:inventory:topology-import"] = Route(
         (post("/api/inventory/topology/import", api("write_inventory", 400)),)
     )
@@ -710,6 +732,24 @@ MATRIX.update(
         "inventory:cable-list": Route((get("/inventory/cables/", page("read_inventory")),)),
         "inventory:hardware-search": Route(
             (get("/inventory/search/?q=matrix", page("read_inventory")),)
+        ),
+        "inventory:node-bmc": Route(
+            (
+                get(lambda w: f"/inventory/nodes/{w.node.hostname}/bmc/", page("read_inventory")),
+                get(
+                    lambda w: f"/inventory/nodes/{w.other_node.hostname}/bmc/",
+                    page("read_inventory", tenant_admin=404),
+                ),
+            )
+        ),
+        "inventory:node-boot-override": Route(
+            (
+                post(
+                    lambda w: f"/inventory/nodes/{w.node.hostname}/boot-override/",
+                    page("power", 302),
+                    note="an empty form is refused back to the node page, nothing queued",
+                ),
+            )
         ),
         "inventory:node-detail": Route(
             (

@@ -15,6 +15,8 @@ from rest_framework.validators import UniqueTogetherValidator
 
 from inventory.allocations import allocation_period_errors
 from inventory.api.fields import BriefRelatedField, DetailURLField
+from inventory.bmc.boot import BOOT_TARGETS
+from inventory.bmc.reading import GPU_STATES, SECTION_STATUSES
 from inventory.models import (
     GPU,
     GPUS_PER_NODE,
@@ -253,6 +255,104 @@ class NodePowerRequestSerializer(StrictSerializer):
     force = serializers.BooleanField(
         default=False, help_text="Power off or cycle even a node that runs jobs"
     )
+    idempotency_key = serializers.CharField(required=False, max_length=128)
+
+
+class BmcHealthSerializer(serializers.Serializer):
+    health = serializers.CharField(
+        allow_null=True, help_text="Status.Health: OK, Warning, Critical"
+    )
+    health_rollup = serializers.CharField(allow_null=True, help_text="Status.HealthRollup")
+    state = serializers.CharField(allow_null=True)
+    power_state = serializers.CharField(allow_null=True)
+    model = serializers.CharField()
+    serial = serializers.CharField()
+
+
+class BmcSensorSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    reading = serializers.FloatField(allow_null=True)
+    units = serializers.CharField()
+    kind = serializers.CharField()
+    status = serializers.CharField(allow_null=True, help_text="The sensor's Status.Health")
+
+
+class BmcFirmwareSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    component = serializers.CharField()
+    version = serializers.CharField()
+
+
+class BmcEventSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    created = serializers.CharField(help_text="ISO 8601 as the BMC wrote it")
+    severity = serializers.CharField()
+    message = serializers.CharField()
+    log = serializers.CharField(help_text="The LogService's Id")
+
+
+class BmcGpuSerializer(serializers.Serializer):
+    bmc_id = serializers.CharField(help_text="The BMC's own name (HGX: GPU_SXM_n)")
+    serial = serializers.CharField()
+    uuid = serializers.CharField()
+    model = serializers.CharField()
+    health = serializers.CharField(allow_null=True)
+    state = serializers.ChoiceField(choices=GPU_STATES)
+    matched_by = serializers.CharField(help_text="serial, uuid, or empty when not matched")
+    inventory_index = serializers.IntegerField(allow_null=True)
+    inventory_serial = serializers.CharField()
+
+
+class BmcInventoryGpuSerializer(serializers.Serializer):
+    index = serializers.IntegerField()
+    serial = serializers.CharField()
+    uuid = serializers.CharField()
+    model = serializers.CharField()
+
+
+class BmcBootOverrideSerializer(serializers.Serializer):
+    target = serializers.CharField(help_text="BootSourceOverrideTarget: None, Pxe, BiosSetup, ...")
+    enabled = serializers.CharField(help_text="Disabled, Once or Continuous, as read back")
+
+
+def _bmc_section(name: str, item_serializer) -> type[serializers.Serializer]:
+    return type(
+        name,
+        (serializers.Serializer,),
+        {
+            "status": serializers.ChoiceField(
+                choices=SECTION_STATUSES,
+                help_text="not_offered: the BMC has no such resource; error: it did not answer",
+            ),
+            "message": serializers.CharField(),
+            "items": item_serializer(many=True),
+        },
+    )
+
+
+class NodeBmcSerializer(serializers.Serializer):
+    """What the node's BMC says, read live; never its credentials."""
+
+    hostname = serializers.CharField()
+    bmc_configured = serializers.BooleanField()
+    answered = serializers.BooleanField()
+    error = serializers.CharField(help_text='"the BMC did not answer: <its message>" or empty')
+    health = BmcHealthSerializer(allow_null=True)
+    sensors = _bmc_section("BmcSensorSection", BmcSensorSerializer)()
+    firmware = _bmc_section("BmcFirmwareSection", BmcFirmwareSerializer)()
+    events = _bmc_section("BmcEventSection", BmcEventSerializer)()
+    gpus = _bmc_section("BmcGpuSection", BmcGpuSerializer)()
+    boot_override = _bmc_section("BmcBootOverrideSection", BmcBootOverrideSerializer)()
+    inventory_only_gpus = BmcInventoryGpuSerializer(
+        many=True, help_text="The inventory's GPUs no BMC GPU matched by serial or UUID"
+    )
+
+
+class NodeBootOverrideRequestSerializer(StrictSerializer):
+    target = serializers.ChoiceField(
+        choices=list(BOOT_TARGETS), help_text="Boot from this at the next boot only"
+    )
+    reason = OneLineTextField(max_length=1000, help_text="Recorded on the Action and audit")
     idempotency_key = serializers.CharField(required=False, max_length=128)
 
 

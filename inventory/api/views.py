@@ -26,7 +26,9 @@ from inventory.api.ordering import NaturalOrderingFilter
 from inventory.api.pagination import InventoryCursorPagination
 from inventory.api.parsers import TextYAMLParser, YAMLParser
 from inventory.api.prefetch import related_paths
+from inventory.bmc.boot import request_boot_override
 from inventory.bmc.power import OPERATIONS, power_impact, read_power_state, request_power_action
+from inventory.bmc.reading import DEFAULT_EVENT_LIMIT, MAX_EVENT_LIMIT, bmc_reading
 from inventory.bmc.targets import has_bmc
 from inventory.models import (
     GPU,
@@ -139,7 +141,7 @@ class NodeViewSet(InventoryViewSet):
     ordering_fields = ["hostname", "status", "slurm_state", "created_at", "updated_at"]
     natural_ordering = {"hostname": "hostname_sort_key"}
     # Reading the power state and the impact is the first half of acting on it.
-    action_capabilities = {"power": "power"}
+    action_capabilities = {"power": "power", "boot_override": "power"}
 
     def restrict_queryset(self, user):
         return selectors.node_list(user=user)
@@ -192,6 +194,62 @@ class NodeViewSet(InventoryViewSet):
             idempotency_key=data.get("idempotency_key") or request.headers.get("Idempotency-Key"),
         )
         return action_accepted(request, action_row)
+
+
+    @extend_schema(
+        summary="Boot from PXE, BIOS setup or another source at the next boot only (202 with "
+        "the Action; its result says what the BMC read back)",
+        request=inventory_serializers.NodeBootOverrideRequestSerializer,
+        responses={
+            202: ActionSerializer,
+            400: OpenApiResponse(OpenApiTypes.OBJECT, description="Bad input; the field is named"),
+            403: OpenApiResponse(OpenApiTypes.OBJECT, description="Your role may not power nodes"),
+            409: OpenApiResponse(OpenApiTypes.OBJECT, description="The node has no BMC"),
+        },
+    )
+    @action(detail=True, methods=["post"], url_path="boot-override", url_name="boot-override")
+    def boot_override(self, request, pk=None):
+        node = get_object_or_404(self.restrict_queryset(request.user), pk=pk)
+        self.check_object_permissions(request, node)
+        body = inventory_serializers.NodeBootOverrideRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        action_row, _ = request_boot_override(
+            node=node,
+            target=data["target"],
+            reason=data["reason"],
+            requested_by=request.user,
+            idempotency_key=data.get("idempotency_key") or request.headers.get("Idempotency-Key"),
+        )
+        return action_accepted(request, action_row)
+
+    @extend_schema(
+        summary="What the node's BMC says now: health, sensors, firmware, events, GPUs matched "
+        "by serial or UUID",
+        description="Read live from the BMC with the page timeout. A BMC that does not answer "
+        "is a 200 saying so (`answered` false, `error`), a resource it lacks is `not_offered`.",
+        parameters=[
+            OpenApiParameter(
+                "events",
+                {"type": "integer", "minimum": 1, "maximum": MAX_EVENT_LIMIT},
+                description="How many of the newest event-log entries (default "
+                f"{DEFAULT_EVENT_LIMIT})",
+            )
+        ],
+        responses={200: inventory_serializers.NodeBmcSerializer},
+    )
+    @action(detail=True, methods=["get"], url_path="bmc", url_name="bmc")
+    def bmc(self, request, pk=None):
+        node = get_object_or_404(self.restrict_queryset(request.user), pk=pk)
+        self.check_object_permissions(request, node)
+        raw_limit = request.query_params.get("events", str(DEFAULT_EVENT_LIMIT))
+        try:
+            limit = int(raw_limit)
+        except ValueError:
+            limit = 0
+        if not 1 <= limit <= MAX_EVENT_LIMIT:
+            raise InvalidInput({"events": [f"A whole number from 1 to {MAX_EVENT_LIMIT}."]})
+        return Response(bmc_reading(node, event_limit=limit).as_dict())
 
 
 @with_bulk_writes

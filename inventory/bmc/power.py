@@ -67,7 +67,7 @@ class PowerActionUnreachable(Exception):
     """The BMC did not answer before anything was asked of it: worth retrying."""
 
 
-def _clean_reason(reason: str) -> str:
+def clean_reason(reason: str) -> str:
     reason = (reason or "").strip()
     if not reason:
         raise InvalidInput({"reason": ["A reason is required: it is recorded and shown."]})
@@ -101,7 +101,7 @@ def request_power_action(
     chosen = OPERATIONS.get(operation)
     if chosen is None:
         raise InvalidInput({"operation": [f"Choose one of {', '.join(OPERATIONS)}."]})
-    reason = _clean_reason(reason)
+    reason = clean_reason(reason)
     if not has_bmc(node):
         raise Conflict(
             {"node": [f"{node.hostname} has no BMC address: record it in the inventory first."]}

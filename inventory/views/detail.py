@@ -8,11 +8,14 @@ from django.contrib import messages
 from django.http import Http404
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
+from django.urls import reverse
 from django.views import View
 from django.views.generic import TemplateView
 
 from inventory import cable_trace, selectors
+from inventory.bmc.boot import BOOT_TARGETS, request_boot_override
 from inventory.bmc.power import read_power_state
+from inventory.bmc.reading import bmc_reading
 from inventory.bmc.targets import has_bmc
 from inventory.forms import SpareStockForm
 from inventory.hostlist import compress_hostlist
@@ -21,7 +24,7 @@ from inventory.spares import spare_stock_set
 from inventory.ui_panels import node_badges, node_panels, switch_badges, switch_panels
 from inventory.views.base import InventoryPageMixin, is_htmx
 from portal import pagination
-from portal.errors import InvalidInput
+from portal.errors import Conflict, InvalidInput
 from portal.roles import may
 
 RAIL_TOP, RAIL_ROW = 24, 36
@@ -52,8 +55,52 @@ class NodeDetailView(InventoryPageMixin, TemplateView):
                                       filters={"node": node.hostname})[:50],
             # Read live, with BMC_PAGE_TIMEOUT: an unknown state is said, never guessed.
             bmc={"configured": has_bmc(node), "power_state": read_power_state(node)},
+            boot_targets=BOOT_TARGETS,
         )
         return context
+
+
+class NodeBmcView(InventoryPageMixin, TemplateView):
+    """The node page's BMC section (an htmx fragment): what the BMC says now, or that it did
+    not answer within BMC_PAGE_TIMEOUT."""
+
+    template_name = "inventory/_node_bmc.html"
+    capability = "read_inventory"  # another tenant's node is a 404, as on the node page
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        node = selectors.visible_nodes(user=self.request.user).filter(
+            hostname=kwargs["hostname"]).first()
+        if node is None:
+            raise Http404(f"No node {kwargs['hostname']!r}.")
+        context.update(node=node, reading=bmc_reading(node))
+        return context
+
+
+class NodeBootOverrideView(InventoryPageMixin, View):
+    """POST of the node page's "Next boot from" form: the same service as the API, then the
+    Action's page (whose result says what the BMC read back)."""
+
+    capability = "power"
+
+    def post(self, request, hostname):
+        node = selectors.visible_nodes(user=request.user).filter(hostname=hostname).first()
+        if node is None:
+            raise Http404(f"No node {hostname!r}.")
+        try:
+            action, _ = request_boot_override(
+                node=node, target=request.POST.get("target", ""),
+                reason=request.POST.get("reason", ""), requested_by=request.user, via="ui",
+            )
+        except (InvalidInput, Conflict) as refused:
+            problems = refused.detail.values() if isinstance(refused.detail, dict) else [
+                [refused.detail]]
+            messages.error(request, "Nothing was queued. " + " ".join(
+                str(problem) for field_problems in problems for problem in field_problems))
+            return redirect(reverse("inventory:node-detail", args=[node.hostname]) + "#bmc")
+        messages.success(request, f"Action #{action.pk} queued: next boot of {node.hostname} "
+                                  f"from {BOOT_TARGETS[action.parameters['target']]}.")
+        return redirect(reverse("action-detail", args=[action.pk]))
 
 
 class PartHistoryView(InventoryPageMixin, TemplateView):

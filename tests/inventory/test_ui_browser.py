@@ -14,25 +14,36 @@ from tests.conftest import ARTIFACTS, PortalServerProcess
 pytestmark = [pytest.mark.browser, pytest.mark.django_db]
 PASSWORD = "correct-horse-battery"
 USERNAME = "inventory-ui-browser"
+BMC_NODE = "gpu003"  # given a BMC address for this module only
 
 
 @pytest.fixture(scope="module")
-def inventory_server(sakuraone, django_db_setup, django_db_blocker):
+def inventory_server(sakuraone, django_db_setup, django_db_blocker, tmp_path_factory):
     """The portal serving the committed SAKURAONE fleet, and an operator committed beside it
     (the server is another process: it sees only committed rows). Both are removed afterwards,
     so the package's other tests find the database as the `sakuraone` fixture left it."""
+    from inventory.models import Node
     from portal.models import Role, User
     from portal.services.accounts import user_create
 
     with django_db_blocker.unblock():
         User.objects.filter(username=USERNAME).delete()
         user_create(username=USERNAME, role=Role.OPERATOR, password=PASSWORD)
-        server = PortalServerProcess(connection.settings_dict["NAME"])
+        had_address = Node.objects.get(hostname=BMC_NODE).bmc_address
+        Node.objects.filter(hostname=BMC_NODE).update(bmc_address="10.10.0.3")
+        # The demo's simulated BMCs, their state kept out of the checkout's var/.
+        bmc_state = tmp_path_factory.mktemp("bmc") / "bmc-simulator.json"
+        server = PortalServerProcess(
+            connection.settings_dict["NAME"],
+            extra_env={"BMC_DRIVER": "inventory.bmc.drivers.simulated.SimulatedDriver",
+                       "BMC_SIMULATOR_STATE_FILE": str(bmc_state)},
+        )
     server.start()
     yield server
     server.stop()
     with django_db_blocker.unblock():
         User.objects.filter(username=USERNAME).delete()
+        Node.objects.filter(hostname=BMC_NODE).update(bmc_address=had_address)
 
 
 def log_in(page, server) -> None:
@@ -71,6 +82,14 @@ def test_node_and_topology_pages_in_a_browser(inventory_server, browser_page):
     page.evaluate("window.scrollTo(0, 0)")  # sticky headers are drawn where the page scrolled
     page.screenshot(path=str(ARTIFACTS / "inventory-node-gpu002.png"), full_page=True)
     page.locator("#rail-map").screenshot(path=str(ARTIFACTS / "inventory-node-rail-map.png"))
+
+    # The BMC section arrives after the page (htmx, under the page's CSP) and matches the GPUs
+    # the BMC names GPU_SXM_n to the inventory's by serial.
+    page.goto(f"{inventory_server.url}/inventory/nodes/{BMC_NODE}/")
+    page.wait_for_selector("#bmc-reading[data-bmc-answered=yes]")
+    assert page.locator("#bmc-gpus tr[data-gpu-state=matched]").count() == 8
+    assert "BIOS" in page.inner_text("#bmc-firmware")
+    page.locator("#bmc-reading").screenshot(path=str(ARTIFACTS / "inventory-node-bmc.png"))
 
     page.goto(f"{inventory_server.url}/inventory/switches/leaf-p1-r0/")
     assert "gpu001" in page.inner_text("#port-Ethernet0")

@@ -85,11 +85,19 @@ class _Session:
     def json(self, path: str) -> dict:
         return self.connector.get(path).json()
 
-    def members(self, collection_path: str, limit: int = MAX_MEMBERS) -> list[dict]:
-        """The members of a collection as objects, fetching those given only as links."""
+    def members(
+        self, collection_path: str, limit: int = MAX_MEMBERS, *, both_ends: bool = False
+    ) -> list[dict]:
+        """The members of a collection as objects, fetching those given only as links.
+        `both_ends`: the first and the last `limit` members, for a log whose order the BMC
+        chooses (bmcweb lists the oldest entry first, iDRAC the newest)."""
         members = self.json(collection_path).get("Members") or []
+        if both_ends and len(members) > 2 * limit:
+            members = members[:limit] + members[-limit:]
+        else:
+            members = members[: 2 * limit if both_ends else limit]
         result = []
-        for member in members[:limit]:
+        for member in members:
             if not isinstance(member, dict):
                 continue
             if set(member) <= {"@odata.id"} and member.get("@odata.id"):
@@ -178,6 +186,8 @@ class RedfishDriver(BmcDriver):
     def boot_override(self, target: BmcTarget) -> BootOverride:
         with _session(target) as session:
             boot = session.system().boot
+            if boot is None:  # an HGX baseboard system has no Boot: it is not what boots
+                raise BmcNotSupported(f"{target.hostname}: the system has no boot settings")
             return BootOverride(
                 target=boot.target.value if boot.target else "None",
                 enabled=boot.enabled.value if boot.enabled else "Disabled",
@@ -194,6 +204,8 @@ class RedfishDriver(BmcDriver):
         )
         with _session(target) as session:
             system = session.system()
+            if system.boot is None:
+                raise BmcNotSupported(f"{target.hostname}: the system has no boot settings")
             allowed = system.boot.allowed_values
             if allowed and device not in allowed:
                 raise BmcNotSupported(
@@ -270,7 +282,8 @@ class RedfishDriver(BmcDriver):
                     entries_path = _odata_path(service, "Entries")
                     if not entries_path:
                         continue
-                    for entry in session.members(entries_path, limit):
+                    # Either end may hold the newest: read both, sort, then cut.
+                    for entry in session.members(entries_path, limit, both_ends=True):
                         entries.append(_log_entry(entry, service.get("Id", "")))
             entries.sort(key=lambda entry: entry.created, reverse=True)
             return entries[:limit]
