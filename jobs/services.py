@@ -51,9 +51,16 @@ def request_drain(
     idempotency_key: str | None = None,
 ) -> tuple[Action, bool]:
     """Queue one Action that drains all `nodes` in one Slurm call. Returns (action, created)."""
+    return _enqueue_for_nodes(DRAIN_ACTION, nodes, reason, requested_by=requested_by, via=via,
+                              idempotency_key=idempotency_key)
+
+
+def _enqueue_for_nodes(kind: str, nodes: Sequence[Node], reason: str, *, requested_by, via: str,
+                       idempotency_key: str | None) -> tuple[Action, bool]:
+    """One Action of `kind` over `nodes`, targeted at their hostlist, with a checked reason."""
     names = _node_names(nodes)
     return enqueue_action(
-        kind=DRAIN_ACTION,
+        kind=kind,
         target=compress_hostlist(names),
         reason=_clean_reason(reason),
         requested_by=requested_by,
@@ -144,13 +151,5 @@ def request_cancel_reboot(
 ) -> tuple[Action, bool]:
     """Queue one Action that withdraws the reboot Slurm still holds for `nodes` (REBOOT_REQUESTED,
     `scontrol cancel_reboot`): the pending slurm.reboot Action then fails, saying so."""
-    names = _node_names(nodes)
-    return enqueue_action(
-        kind=CANCEL_REBOOT_ACTION,
-        target=compress_hostlist(names),
-        reason=_clean_reason(reason),
-        requested_by=requested_by,
-        parameters={"nodes": names},
-        idempotency_key=idempotency_key,
-        via=via,
-    )
+    return _enqueue_for_nodes(CANCEL_REBOOT_ACTION, nodes, reason, requested_by=requested_by,
+                              via=via, idempotency_key=idempotency_key)

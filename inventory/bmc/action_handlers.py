@@ -25,6 +25,13 @@ from portal.actions.registry import (
 )
 
 
+def _node_of(action) -> Node:
+    node = Node.objects.filter(hostname=action.parameters["node"]).first()
+    if node is None:
+        raise PermanentActionError(f"node {action.parameters['node']} no longer exists")
+    return node
+
+
 def power_attempt_lease_seconds(action=None) -> float:
     """One attempt: a reset or two and the wait for the target state (a power cycle by
     ForceOff then On waits twice), each request bounded by the driver's timeout."""
@@ -38,9 +45,7 @@ def power_attempt_lease_seconds(action=None) -> float:
     max_attempts=5,
 )
 def power_node(action) -> dict:
-    node = Node.objects.filter(hostname=action.parameters["node"]).first()
-    if node is None:
-        raise PermanentActionError(f"node {action.parameters['node']} no longer exists")
+    node = _node_of(action)
     try:
         return carry_out(node, action.parameters["operation"])
     except PowerActionUnreachable as error:
@@ -61,9 +66,7 @@ def boot_override_attempt_lease_seconds(action=None) -> float:
     max_attempts=5,
 )
 def override_next_boot(action) -> dict:
-    node = Node.objects.filter(hostname=action.parameters["node"]).first()
-    if node is None:
-        raise PermanentActionError(f"node {action.parameters['node']} no longer exists")
+    node = _node_of(action)
     try:
         return carry_out_boot_override(node, action.parameters["target"])
     except BootOverrideUnreachable as error:
