@@ -117,14 +117,19 @@ def slurmrestd_token(info: dict, username: str = "slurmrest", lifespan: int = 60
 
 # --- The real cluster as the driver contract's hands (tests/jobs/driver_contract.py) ----------
 
-TEST_NODES = 20  # enough for the contract (8) and a 16-node bulk drain; cheap to start (~2 s)
-MIN_TEST_NODES = 16
+# The model cluster's size. The stories spread over it so that they never share a node (the
+# Slurm reboot story on gpu062, the never-returning node gpu063, the window story gpu071-072,
+# the repair story gpu081), so a smaller cluster fails them with "Invalid node name": CI
+# starts it cold, and whichever test comes first decides its size. Cold start ~14 s, ~540 MB.
+TEST_NODES = 100
+MIN_TEST_NODES = TEST_NODES
 _session: dict = {"cluster": None, "users": 0, "started_here": False}
 
 
 def acquire_test_cluster() -> RealSlurmCluster:
-    """The running test cluster, started (20 nodes) if need be. Pair with release_test_cluster();
-    the last release stops a cluster this process started, unless SLURM_TEST_KEEP_CLUSTER=1."""
+    """The running test cluster, started (TEST_NODES nodes) if need be. Pair with
+    release_test_cluster(); the last release stops a cluster this process started, unless
+    SLURM_TEST_KEEP_CLUSTER=1."""
     import pytest
 
     if os.geteuid() != 0:

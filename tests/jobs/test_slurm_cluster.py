@@ -22,7 +22,6 @@ from tests.jobs import slurm_cluster
 
 pytestmark = pytest.mark.slurm
 
-TEST_NODES = 16
 JOB_TIMEOUT = 120  # seconds for a job to reach its final state in accounting
 
 
@@ -31,9 +30,11 @@ def slurm_info():
     if os.geteuid() != 0:
         pytest.fail("the Slurm test cluster needs root (apt-get, mknod, SlurmUser=root)")
     was_running = slurm_cluster.controller_running()
-    info = slurm_cluster.ensure_slurm_cluster(nodes=TEST_NODES)
-    if info["nodes"] < 5:
-        pytest.fail(f"a {info['nodes']}-node cluster is up; these tests use gpu005: slurm-down it")
+    # The same size as every other real-Slurm test asks for: the first one to start it decides.
+    info = slurm_cluster.ensure_slurm_cluster(nodes=slurm_cluster.TEST_NODES)
+    if info["nodes"] < slurm_cluster.MIN_TEST_NODES:
+        pytest.fail(f"a {info['nodes']}-node cluster is up; the suite needs "
+                    f"{slurm_cluster.MIN_TEST_NODES}: run scripts/slurm-down first")
     yield info
     if not was_running and os.environ.get("SLURM_TEST_KEEP_CLUSTER") != "1":
         slurm_cluster.stop_slurm_cluster()
