@@ -1,13 +1,15 @@
-"""Benchmark of the inventory REST API against a warm server, at SAKURAONE scale 1 and 20.
+"""Benchmark of the inventory REST API against a warm server, at SAKURAONE scale 1, 20 and 125.
 
-    .venv/bin/python bench/inventory_api.py [--scales 1,20] [--reads 100] [--writes 30]
+    .venv/bin/python bench/inventory_api.py [--scales 1,20,125] [--reads 100] [--writes 30]
 
 For each scale: (re)creates the PostgreSQL database `portal_bench` (its own; never the test or
-demo database), migrates it, imports inventory/fixtures/sakuraone.yaml at that scale (timed),
-starts the portal's ASGI server (`manage.py rundemo`, daphne) on a free loopback port, warms it,
-and times each request from this process over a keep-alive connection. Prints one JSON document
-with p50/p95 in milliseconds. Loops are bounded; the server is killed (its whole process group)
-and the database dropped when the run ends, however it ends.
+demo database), migrates it, imports inventory/fixtures/sakuraone.yaml at that scale (timed;
+past the importer's 50 copies the spec's pods are repeated first, as bench/ui_scale.py does:
+common.spec_at_scale), starts the portal's ASGI server (`manage.py rundemo`, daphne) on a free
+loopback port, warms it, and times each request from this process over a keep-alive
+connection. Prints one JSON document with p50/p95 in milliseconds. Loops are bounded; the
+server is killed (its whole process group) and the database dropped when the run ends, however
+it ends.
 
 The server connects to PostgreSQL at the host of DATABASE_URL (default
 postgresql://postgres@127.0.0.1:5432/); it runs without REDIS_URL, so nothing is sent to a broker.
@@ -26,7 +28,7 @@ import time
 import urllib.parse
 from pathlib import Path
 
-from common import percentiles, stop_process_group
+from common import MAX_SCALE, percentiles, spec_at_scale, stop_process_group
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "inventory" / "fixtures" / "sakuraone.yaml"
@@ -145,9 +147,9 @@ def run_scale(scale: int, *, reads: int, writes: int, database_url: str) -> dict
     from inventory.topology.spec import spec_from_yaml
     from portal.services.accounts import api_token_create, user_create
 
-    spec = spec_from_yaml(SPEC.read_text(encoding="utf-8"))
+    spec, copies = spec_at_scale(spec_from_yaml(SPEC.read_text(encoding="utf-8")), scale)
     started = time.perf_counter()
-    report = import_topology(spec, scale=scale)
+    report = import_topology(spec, scale=copies)
     import_wall_s = time.perf_counter() - started
 
     user = user_create(username=f"bench-{scale}", role="operator", password=None)
@@ -207,15 +209,16 @@ def run_scale(scale: int, *, reads: int, writes: int, database_url: str) -> dict
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--scales", default="1,20", help="comma-separated, e.g. 1,20 (max 20)")
+    parser.add_argument("--scales", default="1,20,125",
+                        help=f"comma-separated, e.g. 1,20,125 (max {MAX_SCALE})")
     parser.add_argument("--reads", type=int, default=100, help="timed requests per read (<=1000)")
     parser.add_argument("--writes", type=int, default=30, help="timed single PATCHes (<=300)")
     parser.add_argument("--database", default="portal_bench", help="database to (re)create")
     parser.add_argument("--keep-database", action="store_true", help="do not drop it at the end")
     options = parser.parse_args()
     scales = [int(each) for each in options.scales.split(",") if each]
-    if not scales or any(scale < 1 or scale > 20 for scale in scales):
-        parser.error("--scales takes numbers from 1 to 20")
+    if not scales or any(scale < 1 or scale > MAX_SCALE for scale in scales):
+        parser.error(f"--scales takes numbers from 1 to {MAX_SCALE}")
     reads, writes = min(options.reads, 1000), min(options.writes, 300)
     if options.database in {"portal", "test_portal"} or not options.database.startswith("portal_"):
         parser.error("--database must be a bench database named portal_<something>")

@@ -39,7 +39,7 @@ import threading
 import time
 from pathlib import Path
 
-from common import percentiles
+from common import MAX_SCALE, percentiles, spec_at_scale
 from inventory_api import Server, bench_database_url, drop_database, recreate_database
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -215,42 +215,6 @@ async def delta_of_one_poll(server_url: str, token: str, fabric_changes) -> dict
         raise RuntimeError("no fabric.overview event within 600 s")
 
 
-MAX_IMPORT_SCALE = 50  # inventory.topology refuses more copies of a spec's pods
-
-
-def spec_at_scale(spec: dict, scale: int) -> tuple[dict, int]:
-    """The spec and the --scale that give `scale` copies of its pods: beyond the importer's
-    limit (125 is 250 pods), the spec's own pods are repeated first, renamed and renumbered as
-    the importer's copies would be, so p1..p250 and gpu001..gpu12500 come out the same."""
-    if scale <= MAX_IMPORT_SCALE:
-        return spec, scale
-    repeat = next(f for f in range(2, scale + 1)
-                  if scale % f == 0 and scale // f <= MAX_IMPORT_SCALE)
-    base = spec["pods"]
-    nodes_per_pod = 50
-    pods = []
-    for copy in range(repeat):
-        for index, pod in enumerate(base):
-            number = copy * len(base) + index + 1
-            first = (number - 1) * nodes_per_pod + 1
-            pods.append({**pod, "name": f"p{number}", "description": f"Pod {number}",
-                         "nodes": [{**pod["nodes"][0],
-                                    "range": f"gpu[{first:03d}-{first + nodes_per_pod - 1:03d}]"}]})
-    # Switches with scale_ports (spines, storage) grow with --scale; they must also hold the
-    # repeated pods, as they would with --scale 125: a template with `repeat` times the ports.
-    templates = dict(spec["switch_templates"])
-    groups = []
-    for group in spec["switch_groups"]:
-        if group.get("scale_ports"):
-            name = f"{group['template']}-x{repeat}"
-            template = templates[group["template"]]
-            templates[name] = {**template, "port_count": template["port_count"] * repeat}
-            group = {**group, "template": name}
-        groups.append(group)
-    return ({**spec, "pods": pods, "switch_templates": templates, "switch_groups": groups},
-            scale // repeat)
-
-
 def run_scale(scale: int, *, reads: int, polls: int, database_url: str) -> dict:
     import django
     from django.apps import apps
@@ -357,8 +321,8 @@ def main() -> None:
     parser.add_argument("--keep-database", action="store_true", help="do not drop it at the end")
     options = parser.parse_args()
     scales = [int(each) for each in options.scales.split(",") if each]
-    if not scales or any(scale < 1 or scale > 125 for scale in scales):
-        parser.error("--scales takes numbers from 1 to 125")
+    if not scales or any(scale < 1 or scale > MAX_SCALE for scale in scales):
+        parser.error(f"--scales takes numbers from 1 to {MAX_SCALE}")
     if not os.environ.get("REDIS_URL"):
         parser.error("REDIS_URL is required (the server and this process share its channel layer)")
     if options.database in {"portal", "test_portal"} or not options.database.startswith("portal_"):
