@@ -38,7 +38,7 @@ from fabric.models import (
     PortCounterLatest,
     SwitchThroughputLatest,
 )
-from fabric.port_state import STATE_LETTERS, port_state_letter
+from fabric.port_state import port_state_letter
 from inventory.models import Switch, SwitchPort
 from inventory.selectors import active_cables, port_list, switch_list
 from portal.errors import InvalidInput, NotFound
@@ -350,7 +350,7 @@ class HeatCell:
     @property
     def level(self) -> int:
         """0-5 load band for the colour (static/js/fabric.js computes it the same way); the
-        mark and the title carry the same fact as text."""
+        mark and the title (written by fabric.js from shown_percent) carry it as text."""
         if self.state != "U" or self.percent is None:
             return 0
         return min(5, 1 + self.percent * 5 // 100)
@@ -363,11 +363,9 @@ class HeatCell:
         return self.state
 
     @property
-    def description(self) -> str:
-        words = STATE_LETTERS[self.state]
-        load = f", {self.percent}% load" if self.state == "U" and self.percent is not None else ""
-        faces = {"nic": ", host-facing", "switch": ", uplink"}.get(self.faces, "")
-        return f"{self.name}: {words}{load}{faces}"
+    def shown_percent(self) -> int | None:
+        """The load the cell's title names (static/js/fabric.js describeCell): an up port's."""
+        return self.percent if self.state == "U" else None
 
     @property
     def code(self) -> str:
@@ -379,6 +377,8 @@ class HeatCell:
 class HeatSwitch:
     switch: Switch
     cells: list[HeatCell]
+    # Set for a switch drawn without its cells (port_strips): how many it would have.
+    deferred_ports: int | None = None
 
 
 @dataclass
@@ -427,6 +427,33 @@ def heat_map(*, user, hostnames: list[str] | None = None) -> HeatMap:
         else:
             heat.others.append(entry)
     return heat
+
+
+# Past this many ports a switch is not drawn cell by cell beside others: a scale-125 spine has
+# 8,000, and the eight spines' strips made that page 6.7 MB in 3.4 s. Its strip offers its cells
+# on demand instead, one fragment (fabric.views.monitoring.SwitchPortsView).
+PORT_CELLS_INLINE_MAX = 1024
+
+
+def port_strips(*, user, hostnames: list[str]) -> list[HeatSwitch]:
+    """The port cells of the named switches `user` may see, in the order named; a switch with
+    more than PORT_CELLS_INLINE_MAX ports comes without its cells, its port count given."""
+    visible = {switch.hostname: switch
+               for switch in monitored_switches(user=user).filter(hostname__in=hostnames)}
+    port_counts = dict(
+        SwitchPort.objects.filter(switch__in=visible.values(), breakout_mode="")
+        .values_list("switch__hostname").annotate(ports=Count("id")).order_by()
+    )
+    inline = [name for name in visible if port_counts.get(name, 0) <= PORT_CELLS_INLINE_MAX]
+    drawn = {entry.switch.hostname: entry
+             for entry in heat_map(user=user, hostnames=inline).entries()} if inline else {}
+    strips = []
+    for name in hostnames:
+        if name in drawn:
+            strips.append(drawn[name])
+        elif name in visible:
+            strips.append(HeatSwitch(visible[name], [], deferred_ports=port_counts[name]))
+    return strips
 
 
 @dataclass(frozen=True)

@@ -57,10 +57,9 @@ class FabricLiveView(RoleRequiredMixin, TemplateView):
         fabric): the drill-down below the rows, in the rows' order."""
         if not overview.switches or len(overview.switches) > PORT_STRIPS_MAX_SWITCHES:
             return []
-        order = [row.hostname for row in overview.switches]
-        heat = selectors.heat_map(user=self.request.user, hostnames=order)
-        entries = {entry.switch.hostname: entry for entry in heat.entries()}
-        return [entries[hostname] for hostname in order if hostname in entries]
+        return selectors.port_strips(
+            user=self.request.user, hostnames=[row.hostname for row in overview.switches]
+        )
 
 
 class SwitchPortsView(RoleRequiredMixin, TemplateView):

@@ -21,6 +21,21 @@
   }
 
   // ---- port cells of the few switches shown (a pod, the spines): "fabric.poll" events --------
+  // A cell's title, from its data (same words as fabric.selectors.HeatCell). The server sends
+  // none (a scale-125 spine's 8,000 made its fragment 1.2 MB): it is written when a pointer or
+  // the focus first reaches the cell, and kept current by updateCell after that.
+  function describeCell(cell) {
+    const state = cell.dataset.state;
+    const load = state === "U" && cell.dataset.pct !== undefined ? `, ${cell.dataset.pct}% load` : "";
+    const faces = { nic: ", host-facing", switch: ", uplink" }[cell.dataset.faces] || "";
+    return `${cell.dataset.port}: ${WORDS[state] || state}${load}${faces}`;
+  }
+
+  function titleOnDemand(event) {
+    const cell = event.target instanceof Element ? event.target.closest(".port-cell[data-port]") : null;
+    if (cell && !cell.hasAttribute("title")) cell.title = describeCell(cell);
+  }
+
   function updateCell(cell, code) {
     const state = code.charAt(0);
     const pct = code.length > 1 ? Number(code.slice(1)) : null;
@@ -28,10 +43,10 @@
     if (cell.dataset.state === state && cell.dataset.level === level && cell.textContent === markOf(state, pct)) return;
     cell.dataset.state = state;
     cell.dataset.level = level;
+    if (state === "U" && pct !== null) cell.dataset.pct = String(pct);
+    else delete cell.dataset.pct;
     cell.textContent = markOf(state, pct);
-    const load = state === "U" && pct !== null ? `, ${pct}% load` : "";
-    const faces = { nic: ", host-facing", switch: ", uplink" }[cell.dataset.faces] || "";
-    cell.title = `${cell.dataset.port}: ${WORDS[state] || state}${load}${faces}`;
+    if (cell.hasAttribute("title")) cell.title = describeCell(cell);
     cell.classList.remove("live-updated");
     void cell.offsetWidth;          // restart the flash animation
     cell.classList.add("live-updated");
@@ -75,7 +90,8 @@
   // small fragment each; the overview shows cells for a few switches only).
   async function refreshStrips(hostnames) {
     for (const hostname of hostnames) {
-      const old = document.querySelector(`#fabric-heatmap .fabric-switch[data-switch="${CSS.escape(hostname)}"]`);
+      // A switch drawn without its cells (data-deferred: too many ports) stays so until asked.
+      const old = document.querySelector(`#fabric-heatmap .fabric-switch[data-switch="${CSS.escape(hostname)}"]:not([data-deferred])`);
       if (!old) continue;
       try {
         const res = await fetch(`/fabric/switches/${encodeURIComponent(hostname)}/ports/`,
@@ -128,10 +144,9 @@
     flash(row);
   }
 
-  function td(name, numeric) {
+  function td(name) {
     const cell = document.createElement("td");
     cell.dataset.cell = name;
-    if (numeric) cell.className = "num";
     return cell;
   }
 
@@ -149,8 +164,8 @@
     head.append(link);
     const group = document.createElement("td");
     group.textContent = cells.group;
-    row.append(head, group, td("state_label"), td("load", true), td("traffic", true), td("pfc", true),
-               td("ecn", true), td("down", true), td("worst"));
+    row.append(head, group, td("state_label"), td("load"), td("traffic"), td("pfc"), td("ecn"),
+               td("down"), td("worst"));
     return row;
   }
 
@@ -266,6 +281,8 @@
   }
 
   function init() {
+    document.addEventListener("pointerover", titleOnDemand);
+    document.addEventListener("focusin", titleOnDemand);
     const detail = document.getElementById("switch-view");
     const overview = document.getElementById("fabric-overview");
     if (overview) {

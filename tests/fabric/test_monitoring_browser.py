@@ -87,6 +87,18 @@ def test_overview_moves_live_and_the_detail_draws_history(
     worst = re.fullmatch(r"Ethernet4 (\d+)%", page.text_content(f"{row} [data-cell=worst]"))
     assert worst and int(worst.group(1)) >= 90
 
+    # A pod's port cells carry no title in the HTML: it is written from the cell's data when
+    # the pointer reaches it, with the load the live event brought.
+    page.goto(f"{portal_server.url}/fabric/?pod=p1")
+    cell = ('#fabric-heatmap .fabric-switch[data-switch="leaf-p1-r1"] '
+            '.port-cell[data-port="Ethernet4"]')
+    assert page.get_attribute(cell, "title") is None
+    page.hover(cell)
+    title = re.fullmatch(r"Ethernet4: up, (\d+)% load, host-facing",
+                         page.get_attribute(cell, "title") or "")
+    assert title and int(title.group(1)) >= 90
+
+    page.goto(f"{portal_server.url}/fabric/")
     page.click(f"{row} a")  # drill down to the switch's ports
     page.wait_for_selector("#chart-throughput canvas", timeout=15_000)
     page.wait_for_selector("#chart-congestion canvas", timeout=5_000)

@@ -4,6 +4,8 @@ and rail health; the "fabric" websocket group follows the same roles."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.test import Client
 from django.urls import reverse
@@ -77,14 +79,36 @@ def test_a_pod_drills_down_to_its_ports(browser_as, polled):
     browser = browser_as(Role.OPERATOR)
     html = browser.get(reverse("fabric:switch-list") + "?pod=p1").content.decode()
     assert html.count('class="fabric-switch"') == 8 and 'data-live-groups="fabric"' in html
-    # The hot port: colour band 5 and the digit 9, with the load spelled out in the title.
-    assert ('data-port="Ethernet0" data-state="U" data-level="5" data-faces="nic" '
-            'title="Ethernet0: up, ') in html
-    assert 'data-port="Ethernet16" data-state="X" data-level="0" data-faces="" ' \
-           'title="Ethernet16: shut down">X</li>' in html
+    # The hot port: colour band 5 and the digit 9, with its load for the title fabric.js
+    # writes on hover; a shut port has no load to name. No cell carries a title itself.
+    hot = re.search(r'data-port="Ethernet0" data-state="U" data-level="5" data-pct="(\d+)" '
+                    r'data-faces="nic">9</li>', html)
+    assert hot and int(hot.group(1)) >= 90
+    assert 'data-port="Ethernet16" data-state="X" data-level="0" data-faces="">X</li>' in html
+    assert 'class="port-cell" data-port="Ethernet0" data-state="U" data-level="5" data-pct' in html
+    assert " title=\"Ethernet" not in html
     fragment = browser.get(reverse("fabric:switch-ports", kwargs={"hostname": "leaf-p1-r0"}))
     assert fragment.content.decode().count('class="port-cell"') == 89  # its interfaces
     assert browser.get("/fabric/switches/nope/ports/").status_code == 404
+
+
+def test_a_switch_with_too_many_ports_is_drawn_without_cells_until_asked(
+    browser_as, polled, monkeypatch
+):
+    # A scale-125 spine has 8,000 ports: the eight spines' cells made the spines' page 6.7 MB.
+    # Here the limit is put below a leaf's 89 interfaces instead.
+    from fabric import selectors
+
+    monkeypatch.setattr(selectors, "PORT_CELLS_INLINE_MAX", 88)
+    browser = browser_as(Role.OPERATOR)
+    html = browser.get(reverse("fabric:switch-list") + "?pod=p1").content.decode()
+    assert html.count('class="fabric-switch"') == 8  # every leaf of the pod still has its strip
+    assert html.count(" data-deferred>") == 8 and 'class="port-cell" data-port' not in html
+    ports_url = reverse("fabric:switch-ports", kwargs={"hostname": "leaf-p1-r0"})
+    assert "89 ports, too many to draw" in html and f'hx-get="{ports_url}"' in html
+    # Asked for, the cells come as one switch's fragment, which the live page keeps current.
+    fragment = browser.get(ports_url).content.decode()
+    assert fragment.count('class="port-cell"') == 89 and "data-deferred" not in fragment
 
 
 def test_nodes_behind_a_leaf(browser_as, polled):
