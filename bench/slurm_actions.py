@@ -192,15 +192,19 @@ def run(iterations: int, warmup: int, rotation: int, slurm: Slurm) -> dict:
     try:
         worker.wait_until_ready()
         portal, bare, actions = [], [], []
+        moments: dict[int, tuple[float, float, float]] = {}
         for sample in range(warmup + iterations):
             name = names[sample % rotation]
             reason = f"bench sample {sample}"
             holder = {}
 
             def through_portal(name=name, reason=reason, holder=holder):
+                holder["asked"] = time.time()
                 holder["action"], _ = request_drain(nodes=[nodes[name]], reason=reason)
+                holder["returned"] = time.time()
 
             portal_ms = timed_drain(slurm, name, through_portal)
+            seen = time.time()
             action = holder["action"]
             deadline = time.monotonic() + SAMPLE_TIMEOUT_S
             while action.status != ActionStatus.SUCCEEDED and time.monotonic() < deadline:
@@ -215,10 +219,21 @@ def run(iterations: int, warmup: int, rotation: int, slurm: Slurm) -> dict:
                 portal.append(portal_ms)
                 bare.append(bare_ms)
                 actions.append(action.pk)
+                moments[action.pk] = (holder["asked"], holder["returned"], seen)
         rows = Action.objects.filter(pk__in=actions)
         queue_wait = [(a.started_at - a.created_at).total_seconds() * 1000 for a in rows]
         in_worker = [(a.finished_at - a.started_at).total_seconds() * 1000 for a in rows]
         attempts = sorted({a.attempts for a in rows})
+        # Where the portal's time goes, on one wall clock (this process and the worker share
+        # the host): the request's own call (row, audit, commit, send), the hop to a worker
+        # and its claim, then the driver until sinfo shows the drain.
+        stages = {"request_call": [], "returned_to_claimed": [], "claimed_to_seen": []}
+        for a in rows:
+            asked, returned, seen_at = moments[a.pk]
+            claimed = a.started_at.timestamp()
+            stages["request_call"].append((returned - asked) * 1000)
+            stages["returned_to_claimed"].append((claimed - returned) * 1000)
+            stages["claimed_to_seen"].append((seen_at - claimed) * 1000)
     finally:
         worker.stop()
         connections.close_all()
@@ -232,6 +247,7 @@ def run(iterations: int, warmup: int, rotation: int, slurm: Slurm) -> dict:
             "created_to_claimed": percentiles(queue_wait),
             "claimed_to_finished": percentiles(in_worker),
             "attempts_per_action": attempts,
+            **{name: percentiles(values) for name, values in stages.items()},
         },
     }
 

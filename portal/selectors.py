@@ -28,7 +28,10 @@ def action_list(*, user) -> QuerySet[Action]:
 
 def action_attempt_rows(action: Action) -> list[dict]:
     """The attempts table of an Action's page, as its live event carries it: one query, at most
-    max_attempts rows (a long wait reuses one row)."""
+    max_attempts rows (a long wait reuses one row). None before the first claim: every drain
+    request publishes its queued Action, and asking costs it a query."""
+    if not action.attempts:
+        return []
     return list(action.attempt_log.order_by("number").values(
         "number", "worker", "started_at", "finished_at", "outcome", "error"))
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from faults.models import FaultTicket, Severity, TimelineKind
@@ -344,15 +345,19 @@ def link_action_to_open_tickets(action: Action) -> None:
     nodes, switch, ports = _touched(action)
     if not nodes and not ports:
         return
-    tickets = FaultTicket.objects.filter(status__in=OPEN_STATUSES)
-    wanted = FaultTicket.objects.none()
+    # One plain query, run for every drain and resume the portal queues: no ticket is the
+    # common answer, so it must be cheap (a union of querysets with DISTINCT cost 3 ms).
+    touched = Q()
     if nodes:
-        wanted = wanted | tickets.filter(node__hostname__in=nodes)
+        touched |= Q(node__hostname__in=nodes)
     if ports:
-        wanted = wanted | tickets.filter(port__switch__hostname=switch, port__name__in=ports)
+        touched |= Q(port__switch__hostname=switch, port__name__in=ports)
+    wanted = list(FaultTicket.objects.filter(touched, status__in=OPEN_STATUSES).order_by("pk"))
+    if not wanted:
+        return
     requester = action.requested_by
     who = requester.get_username() if requester is not None else "the portal"
-    for ticket in wanted.distinct().order_by("pk"):
+    for ticket in wanted:
         if action.reason.startswith(f"{ticket.reference}:"):
             continue  # the ticket's own step (policy, recovery): it records that itself
         ticket.actions.add(action)

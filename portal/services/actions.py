@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import random
 import uuid
+from contextlib import nullcontext
 from datetime import timedelta
 
 from celery import current_app
@@ -122,9 +123,9 @@ def enqueue_action(
             if existing is not None:
                 return _same_request_or_conflict(existing, kind, target), False
         try:
-            with (
-                transaction.atomic()
-            ):  # a savepoint: a racing duplicate key must not doom the caller
+            # A savepoint, so a racing duplicate key must not doom the caller; without a key
+            # there is nothing to race, and no savepoint to pay on every drain request.
+            with transaction.atomic() if idempotency_key else nullcontext():
                 action = Action.objects.create(
                     kind=kind,
                     target=target.strip(),
