@@ -38,3 +38,12 @@ def waits(action):
         raise ActionWaiting({"checks": checks, "progress": f"waiting ({checks})"},
                             check_again_in=float(action.parameters.get("every", 0)))
     return {"checks": checks, "done": True}
+
+
+@register_action_handler("test.backend", description="Names the database session it ran in")
+def backend(action):
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        return {"backend_pid": cursor.fetchone()[0]}
