@@ -12,6 +12,7 @@ from django.db.models import Q, QuerySet
 
 from inventory.models import NIC, Cable, Node, Switch, SwitchPort
 from inventory.selectors import active_cable_ids_at, active_cables, cables_with_ends
+from portal.planner import planned_as_written
 
 
 @dataclass(frozen=True)
@@ -78,8 +79,8 @@ class Trace:
         return _plain(self)
 
 
-def _end_fields(side: str) -> list[str]:
-    nic, port = f"{side}_nic", f"{side}_port"
+def _nic_end_fields(side: str) -> list[str]:
+    nic = f"{side}_nic"
     return [
         nic,
         f"{nic}__node",
@@ -88,6 +89,12 @@ def _end_fields(side: str) -> list[str]:
         f"{nic}__rail",
         f"{nic}__speed_gbps",
         f"{nic}__node__hostname",
+    ]
+
+
+def _port_end_fields(side: str) -> list[str]:
+    port = f"{side}_port"
+    return [
         port,
         f"{port}__name",
         f"{port}__speed_gbps",
@@ -103,7 +110,11 @@ def _end_fields(side: str) -> list[str]:
 
 
 # A trace describes ends by name only; the full rows of the ~12 joined tables were ~10 kB each.
-TRACE_CABLE_FIELDS = ["type", "status", "length_m", *_end_fields("a"), *_end_fields("b")]
+TRACE_CABLE_FIELDS = ["type", "status", "length_m", *_nic_end_fields("a"), *_nic_end_fields("b"),
+                      *_port_end_fields("a"), *_port_end_fields("b")]
+# An uplink has a switch port at both ends: no NIC or node to join in.
+UPLINK_CABLE_FIELDS = ["type", "status", "length_m", *_port_end_fields("a"),
+                       *_port_end_fields("b")]
 
 
 def _trace_cables(queryset: QuerySet[Cable]) -> QuerySet[Cable]:
@@ -157,12 +168,15 @@ def _uplink_cables(switch: Switch) -> QuerySet[Cable]:
     the fleet on each trace, so a trace grew with the fleet."""
     port_ids = list(SwitchPort.objects.filter(switch=switch).values_list("pk", flat=True))
     spine = Switch.Role.SPINE
-    return _trace_cables(
+    return (
         active_cables()
         .filter(
             Q(a_port_id__in=port_ids, b_port__switch__role=spine)
             | Q(b_port_id__in=port_ids, a_port__switch__role=spine)
         )
+        .select_related("a_port__switch__pod", "b_port__switch__pod",
+                        "a_port__breakout_parent", "b_port__breakout_parent")
+        .only(*UPLINK_CABLE_FIELDS)
         .order_by()  # _uplinks sorts by spine and port itself
     )
 
@@ -183,6 +197,7 @@ def _uplinks(switch: Switch) -> tuple[tuple[TraceUplink, ...], tuple[TraceSwitch
     return tuple(uplinks), tuple(sorted(spines.values(), key=lambda s: s.hostname))
 
 
+@planned_as_written  # both ends of a cable: 13 tables, planned longer than they take to read
 def trace_from_nic(nic: NIC) -> Trace:
     """Follow a NIC's active cable to its switch port, the switch, and that switch's uplinks to
     the spines. Three queries (four when the NIC's node is not loaded yet)."""
@@ -213,6 +228,7 @@ def trace_from_nic(nic: NIC) -> Trace:
     )
 
 
+@planned_as_written
 def trace_from_port(port: SwitchPort) -> Trace:
     """Trace through a switch port: a host-facing port gives the NIC behind it and its switch's
     uplinks; an uplink (leaf side or spine side) gives that one leaf-to-spine link. At most four
