@@ -35,6 +35,11 @@ ACCOUNTING_WATERMARK = "accounting"
 # and the import is idempotent, so reading a job twice costs nothing.
 ACCOUNTING_OVERLAP = timedelta(minutes=5)
 BATCH_SIZE = 1000
+# Node states are written this many nodes per transaction. When every node changes at once (a
+# first sync after an import, a controller that lost its nodes), one transaction held the row
+# locks of all of them until the last event was sent: at scale 125 (12,500 nodes) an operator's
+# bulk edit of 100 nodes waited 41.8 s behind it (bench/inventory_api.py).
+NODE_SYNC_BATCH = 500
 NODE_FAIL = "NODE_FAIL"  # sacct's state of a job ended by the failure of one of its nodes
 # A first import reads days of history: only recent node failures are news worth a ticket.
 NODE_FAIL_SIGNAL_WINDOW = timedelta(hours=1)
@@ -70,13 +75,21 @@ def sync_node_states(
     current = Node.objects.filter(hostname__in=list(slurm_nodes)).values_list(
         "pk", "hostname", "slurm_state", "slurm_reason", "slurm_reboot"
     )
-    candidates = [
+    candidates = sorted(
         pk
         for pk, hostname, state, reason, reboot in current
         if _differs(slurm_nodes[hostname], state, reason, reboot)
-    ]
-    if not candidates:
-        return []
+    )
+    changes: list[NodeStateChange] = []
+    for start in range(0, len(candidates), NODE_SYNC_BATCH):
+        changes += _apply_node_states(candidates[start:start + NODE_SYNC_BATCH], slurm_nodes, now)
+    return changes
+
+
+def _apply_node_states(
+    candidates: list[int], slurm_nodes: dict[str, SlurmNodeState], now: datetime
+) -> list[NodeStateChange]:
+    """Write Slurm's state onto these nodes, in one transaction of their own."""
     with transaction.atomic():
         # Lock and re-read: two syncs racing must not both report (and notify) one transition.
         nodes = list(Node.objects.select_for_update().filter(pk__in=candidates).order_by("pk"))
