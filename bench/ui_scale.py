@@ -62,6 +62,9 @@ MORE_PAGES = {
     "switch_detail_spine": "/inventory/switches/{spine}/",
     "fabric_switch_spine": "/fabric/switches/{spine}/",
     "fabric_switch_ports_spine": "/fabric/switches/{spine}/ports/",
+    # The overview's drill-down to the spines' group: eight of the longest switches at once.
+    "fabric_overview_spines": "/fabric/?pod=spines",
+    "fabric_overview_pod": "/fabric/?pod=p1",
     "rail_health": "/fabric/rail-health/",
     "lldp": "/fabric/lldp/",
     "cable_list": "/inventory/cables/",

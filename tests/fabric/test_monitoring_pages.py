@@ -198,3 +198,18 @@ def test_the_two_switch_pages_link_to_each_other(browser_as, polled):
     live = client.get("/fabric/switches/leaf-p1-r0/").content.decode()
     assert 'href="/fabric/switches/leaf-p1-r0/"' in cabling
     assert 'href="/inventory/switches/leaf-p1-r0/"' in live
+
+
+def test_port_cells_are_built_escaped():
+    # Built outside the template engine (a spine's 8,000 cells), so the escaping is its own.
+    from fabric.selectors import HeatCell
+    from fabric.templatetags.fabric_tags import port_cells
+
+    html = port_cells([HeatCell('Eth"0<b>', "U", 0.42, "nic"),
+                       HeatCell("Ethernet8", "X", None, "")])
+    assert html == (
+        '<li class="port-cell" data-port="Eth&quot;0&lt;b&gt;" data-state="U" data-level="3"'
+        ' data-pct="42" data-faces="nic">4</li>'
+        '<li class="port-cell" data-port="Ethernet8" data-state="X" data-level="0"'
+        ' data-faces="">X</li>'
+    )
