@@ -400,7 +400,22 @@ def heat_map(*, user, hostnames: list[str] | None = None) -> HeatMap:
     if hostnames is not None:
         switches = switches.filter(hostname__in=hostnames)
     switches = list(switches)
-    far = _port_far_ends(None if hostnames is None else [switch.pk for switch in switches])
+    cells = _cells_by_switch(switches, whole_fleet=hostnames is None)
+    heat = HeatMap(pods={}, spines=[], others=[])
+    for switch in switches:
+        entry = HeatSwitch(switch, cells.get(switch.pk, []))
+        if switch.role == Switch.Role.LEAF:
+            heat.pods.setdefault(switch.pod.name if switch.pod_id else "-", []).append(entry)
+        elif switch.role == Switch.Role.SPINE:
+            heat.spines.append(entry)
+        else:
+            heat.others.append(entry)
+    return heat
+
+
+def _cells_by_switch(switches: list[Switch], *, whole_fleet: bool) -> dict[int, list[HeatCell]]:
+    """{switch id: a cell per interface, in port order} (2 queries)."""
+    far = _port_far_ends(None if whole_fleet else [switch.pk for switch in switches])
     ports = (
         SwitchPort.objects.filter(switch__in=switches, breakout_mode="")
         .select_related("counters")
@@ -417,16 +432,7 @@ def heat_map(*, user, hostnames: list[str] | None = None) -> HeatMap:
             state = port_state_letter(counters.admin_up, counters.oper_up)
             utilization = counters.utilization
         cells[port.switch_id].append(HeatCell(port.name, state, utilization, far.get(port.pk, "")))
-    heat = HeatMap(pods={}, spines=[], others=[])
-    for switch in switches:
-        entry = HeatSwitch(switch, cells.get(switch.pk, []))
-        if switch.role == Switch.Role.LEAF:
-            heat.pods.setdefault(switch.pod.name if switch.pod_id else "-", []).append(entry)
-        elif switch.role == Switch.Role.SPINE:
-            heat.spines.append(entry)
-        else:
-            heat.others.append(entry)
-    return heat
+    return cells
 
 
 # Past this many ports a switch is not drawn cell by cell beside others: a scale-125 spine has
@@ -444,15 +450,18 @@ def port_strips(*, user, hostnames: list[str]) -> list[HeatSwitch]:
         SwitchPort.objects.filter(switch__in=visible.values(), breakout_mode="")
         .values_list("switch__hostname").annotate(ports=Count("id")).order_by()
     )
-    inline = [name for name in visible if port_counts.get(name, 0) <= PORT_CELLS_INLINE_MAX]
-    drawn = {entry.switch.hostname: entry
-             for entry in heat_map(user=user, hostnames=inline).entries()} if inline else {}
+    inline = [switch for name, switch in visible.items()
+              if port_counts.get(name, 0) <= PORT_CELLS_INLINE_MAX]
+    cells = _cells_by_switch(inline, whole_fleet=False) if inline else {}
     strips = []
     for name in hostnames:
-        if name in drawn:
-            strips.append(drawn[name])
-        elif name in visible:
-            strips.append(HeatSwitch(visible[name], [], deferred_ports=port_counts[name]))
+        switch = visible.get(name)
+        if switch is None:
+            continue
+        if port_counts.get(name, 0) <= PORT_CELLS_INLINE_MAX:
+            strips.append(HeatSwitch(switch, cells.get(switch.pk, [])))
+        else:
+            strips.append(HeatSwitch(switch, [], deferred_ports=port_counts[name]))
     return strips
 
 

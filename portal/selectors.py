@@ -28,8 +28,8 @@ def action_list(*, user) -> QuerySet[Action]:
 
 def action_attempt_rows(action: Action) -> list[dict]:
     """The attempts table of an Action's page, as its live event carries it: one query, at most
-    max_attempts rows (a long wait reuses one row). None before the first claim: every drain
-    request publishes its queued Action, and asking costs it a query."""
+    max_attempts rows (a long wait reuses one row). Before the first claim there are none, and
+    no query: every drain request publishes its queued Action."""
     if not action.attempts:
         return []
     return list(action.attempt_log.order_by("number").values(

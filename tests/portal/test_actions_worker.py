@@ -135,9 +135,7 @@ def test_the_worker_keeps_its_database_session_across_actions_and_outlives_its_e
     # claim): the worker now keeps one, checked before each task as Django checks a request's.
     from django.db import connection
 
-    if connection.vendor != "postgresql":
-        pytest.skip("sessions and pg_terminate_backend are PostgreSQL's")
-    celery_worker_process.start()
+    celery_worker_process.start()  # worker tests run on PostgreSQL (tests/conftest.py)
     requester = make_user(Role.OPERATOR)
 
     def run_one(label: str) -> int:

@@ -15,20 +15,14 @@ def join_collapse_limit() -> str:
         return cursor.fetchone()[0]
 
 
-@pytest.fixture
-def postgresql():
-    if connection.vendor != "postgresql":
-        pytest.skip("join_collapse_limit is PostgreSQL's")
-
-
-def test_inside_the_block_joins_keep_their_order_and_after_it_the_default_is_back(postgresql):
+def test_inside_the_block_joins_keep_their_order_and_after_it_the_default_is_back():
     default = join_collapse_limit()
     with joins_as_written():
         assert join_collapse_limit() == "1"
     assert join_collapse_limit() == default
 
 
-def test_inside_a_callers_transaction_the_setting_ends_with_the_block(postgresql):
+def test_inside_a_callers_transaction_the_setting_ends_with_the_block():
     # SET LOCAL lasts to the end of the transaction: inside a caller's, the block restores it,
     # or every later query of that request would be planned as written too.
     default = join_collapse_limit()
@@ -38,7 +32,7 @@ def test_inside_a_callers_transaction_the_setting_ends_with_the_block(postgresql
         assert join_collapse_limit() == default
 
 
-def test_a_failing_read_leaves_nothing_behind(postgresql):
+def test_a_failing_read_leaves_nothing_behind():
     default = join_collapse_limit()
     with transaction.atomic():
         with pytest.raises(ZeroDivisionError), joins_as_written():
