@@ -468,7 +468,7 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "portal.api.schema.PortalAutoSchema",
     "EXCEPTION_HANDLER": "portal.api.exceptions.exception_handler",
     "DEFAULT_RENDERER_CLASSES": [
-        "rest_framework.renderers.JSONRenderer",
+        "portal.api.renderers.JSONRenderer",  # DRF's, plus lists handed over already encoded
         "rest_framework.renderers.BrowsableAPIRenderer",
     ],
     "TEST_REQUEST_DEFAULT_FORMAT": "json",

@@ -32,6 +32,16 @@ class BriefRelatedField(serializers.PrimaryKeyRelatedField):
             serializer = self._brief_serializer = self.brief(context=self.context)
         return serializer.to_representation(value)
 
+    def get_choices(self, cutoff=None):
+        """The browsable API's form offers the objects by key, as a request names them (DRF
+        keys them by `to_representation`, here a dict: unhashable, a 500 on the page)."""
+        queryset = self.get_queryset()
+        if queryset is None:
+            return {}
+        if cutoff is not None:
+            queryset = queryset[:cutoff]
+        return {item.pk: self.display_value(item) for item in queryset}
+
 
 class DetailURLField(serializers.HyperlinkedIdentityField):
     """The object's detail URL, reversed once per field and request and then formatted with

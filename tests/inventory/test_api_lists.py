@@ -207,6 +207,16 @@ def test_nic_list_rows_are_exactly_what_the_serializer_shows(sakuraone, operator
     Cable.objects.create(
         a_nic=nic("gpu003", "mlx5_3"), b_nic=nic("gpu004", "mlx5_3"), type="400G-DAC"
     )
+    # The rows are written as JSON text: strings that need escaping must come out as the
+    # serializer's do (quotes, backslashes, control characters, non-ASCII, U+2028), and so
+    # must bond members as PostgreSQL prints them.
+    NIC.objects.filter(pk=nic("gpu005", "mlx5_0").pk).update(
+        serial='SN "7"\\ \n\t\u0001 \u2013 日本 \u2028', netdev="enp\x7f"
+    )
+    NIC.objects.filter(pk=nic("gpu005", "mlx5_1").pk).update(
+        bond_members=["mlx5_\"9", "ü\n", ""]
+    )
+    Cable.objects.filter(a_nic=nic("gpu006", "mlx5_0")).update(label='rack "A"\\12\n')
     listed, url, params = [], f"{API}/nics/", {"page_size": 1000}
     while url:
         body = operator_api.get(url, params).json()
@@ -227,3 +237,22 @@ def test_nic_list_rows_are_exactly_what_the_serializer_shows(sakuraone, operator
     assert by_device[("gpu002", "mlx5_0")]["link"]["port"]["switch"]["hostname"] == "leaf-p1-r0"
     assert by_device[("gpu003", "mlx5_3")]["link"]["nic"]["node"]["hostname"] == "gpu004"
     assert by_device[("gpu004", "mlx5_3")]["link"]["nic"]["node"]["hostname"] == "gpu003"
+    assert by_device[("gpu005", "mlx5_0")]["serial"] == 'SN "7"\\ \n\t\u0001 \u2013 日本 \u2028'
+    assert by_device[("gpu005", "mlx5_1")]["bond_members"] == ["mlx5_\"9", "ü\n", ""]
+    assert by_device[("gpu006", "mlx5_0")]["link"]["cable"]["label"] == 'rack "A"\\12\n'
+
+
+
+
+@pytest.mark.parametrize("resource", sorted({resource for resource, _, _ in LISTS}))
+def test_the_browsable_api_shows_every_list_with_its_form(sakuraone, operator_api, resource):
+    """The browsable API draws each list and its create form; the NIC page reaches the renderer
+    as JSON text (api.fast_lists) and is decoded for it. Related fields are offered by key: their
+    brief representation, a dict, was a 500 as a choice's key."""
+    response = operator_api.get(f"{API}/{resource}/", {"page_size": 2, "format": "api"})
+    assert response.status_code == 200, response.content[-2000:]
+    assert "text/html" in response["Content-Type"]
+    if resource == "nics":
+        page = response.content.decode()
+        assert "mlx5_1" in page
+        assert '<option value="1"' in page and ">gpu001</option>" in page
