@@ -7,9 +7,12 @@ was rolled back and never reads the database before the change is visible there.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import logging
 import os
+import queue
 import threading
+import time
 from collections.abc import Iterable
 
 from asgiref.sync import async_to_sync
@@ -113,35 +116,77 @@ def send_now(group: str, message: dict) -> None:
 
 
 def _publish_through_redis(channel_layer, group: str, message: dict) -> None:
-    try:
-        _publisher_loop().run(channel_layer.group_send(group, message))
-    except RedisConnectionError:
-        # A pooled connection that died with a Redis restart fails once and is dropped; the
-        # retry connects afresh. Only a connection error (quick: refused or reset), never a
-        # timeout, so a Redis that is down costs a request no more than before.
-        _publisher_loop().run(channel_layer.group_send(group, message))
+    _publisher_loop().send(channel_layer, group, message)
 
 
 class _PublisherLoop:
-    """One event loop per process, in a daemon thread, for sends from synchronous code.
+    """One event loop per process, in a daemon thread, sending the events of synchronous code
+    to Redis one after another, in the order they were published.
 
     channels-redis keeps a connection pool per event loop: async_to_sync made a loop, and so a
     new Redis connection, for every event (~3 ms each, six per Action on the worker's path).
+    The publisher does not wait for its send either: a worker claiming an Action, or a request
+    queueing one, went on only after two Redis round trips per event (a drain's claim waited on
+    two events before it called Slurm). A send that fails is logged, as it was; the change is
+    committed and a client's refresh on reconnect repairs a lost push.
     """
 
     SEND_TIMEOUT_SECONDS = 5.0
+    # Past this many unsent events (Redis away for long), new ones are dropped and logged
+    # rather than held in memory without bound.
+    MAX_PENDING = 10_000
 
     def __init__(self) -> None:
         self.pid = os.getpid()
         self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(
-            target=self.loop.run_forever, name="live-events-publisher", daemon=True
-        )
+        self.pending: queue.Queue = queue.Queue()
+        self.thread = threading.Thread(target=self._send_each, name="live-events-publisher",
+                                       daemon=True)
         self.thread.start()
 
-    def run(self, coroutine) -> None:
-        future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
-        future.result(timeout=self.SEND_TIMEOUT_SECONDS)  # in order, and errors are logged
+    def send(self, channel_layer, group: str, message: dict) -> None:
+        if self.pending.qsize() >= self.MAX_PENDING:
+            logger.warning("%d live events unsent: dropped %s to %s", self.MAX_PENDING,
+                           message.get("event"), group)
+            return
+        self.pending.put((channel_layer, group, message))
+
+    def wait_until_sent(self, timeout: float) -> bool:
+        """Whether every event published so far has been sent (or failed) within `timeout`."""
+        deadline = time.monotonic() + timeout
+        while self.pending.unfinished_tasks:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.005)
+        return True
+
+    def _send_each(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        while True:
+            channel_layer, group, message = self.pending.get()
+            try:
+                self.loop.run_until_complete(self._send(channel_layer, group, message))
+            except Exception:
+                logger.exception("could not publish %s to %s", message.get("event"), group)
+            finally:
+                self.pending.task_done()
+
+    async def _send(self, channel_layer, group: str, message: dict) -> None:
+        timeout = self.SEND_TIMEOUT_SECONDS
+        try:
+            await asyncio.wait_for(channel_layer.group_send(group, message), timeout)
+        except RedisConnectionError:
+            # A pooled connection that died with a Redis restart fails once and is dropped;
+            # the retry connects afresh. Only a connection error (quick: refused or reset),
+            # never a timeout, so a Redis that is down holds up no more sends than before.
+            await asyncio.wait_for(channel_layer.group_send(group, message), timeout)
+
+
+def wait_until_published(timeout: float = 5.0) -> bool:
+    """Wait until this process's events so far have left for Redis (at exit, in tests)."""
+    if _publisher is None or _publisher.pid != os.getpid():
+        return True
+    return _publisher.wait_until_sent(timeout)
 
 
 _publisher: _PublisherLoop | None = None
@@ -155,3 +200,7 @@ def _publisher_loop() -> _PublisherLoop:
         if _publisher is None or _publisher.pid != os.getpid():
             _publisher = _PublisherLoop()
         return _publisher
+
+
+# A short-lived process (a management command, a script) sends what it published before it ends.
+atexit.register(wait_until_published, 2.0)
