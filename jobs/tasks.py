@@ -15,12 +15,13 @@ logger = logging.getLogger(__name__)
 @shared_task(
     name="jobs.tasks.sync_node_states", base=NonOverlappingTask, acks_late=True, ignore_result=True
 )
-def sync_node_states() -> int:
+def sync_node_states(names: list[str] | None = None) -> int:
+    """Every node (the beat), or the named ones (after an Action changed them)."""
     from jobs.drivers.base import SlurmUnavailable
     from jobs.sync import sync_node_states as sync
 
     try:
-        return len(sync())
+        return len(sync(names=names))
     except SlurmUnavailable as error:
         logger.warning("node-state sync skipped: %s", error)
         return 0

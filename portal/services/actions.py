@@ -370,6 +370,8 @@ def _claim(action_id: int, claim_token: str, worker: str) -> tuple[Action, Actio
         if handler is None:
             _mark_failed(action, f"no handler registered for {action.kind!r} in this worker", now)
             return "failed: no handler"
+        # Only an Action claimed before can have a waiting attempt to go on in.
+        claimed_before = action.started_at is not None
         action.status = ActionStatus.RUNNING
         action.attempts += 1
         action.claim_token = claim_token
@@ -386,7 +388,7 @@ def _claim(action_id: int, claim_token: str, worker: str) -> tuple[Action, Actio
             ]
         )
         # A check after a wait goes on in the wait's row (ActionWaiting uses up no attempt).
-        reused = ActionAttempt.objects.filter(
+        reused = claimed_before and ActionAttempt.objects.filter(
             action=action, number=action.attempts, outcome=ActionAttempt.Outcome.WAITING
         ).update(worker=worker[:200], claim_token=claim_token, finished_at=None,
                  outcome=ActionAttempt.Outcome.RUNNING, error="")

@@ -47,7 +47,7 @@ def slurm(clock, monkeypatch, settings, tmp_path):
     driver.drain(["gpu001"], "FT-1: Xid 79")
     monkeypatch.setattr(validation_run, "get_slurm_driver", lambda: driver)
     monkeypatch.setattr(action_handlers, "get_slurm_driver", lambda: driver)
-    monkeypatch.setattr(action_handlers, "_refresh_node_states", lambda: None)
+    monkeypatch.setattr(action_handlers, "_refresh_node_states", lambda nodes: None)
     settings.FAULTS_VALIDATION_COMMAND = str(GPU_CHECK)
     settings.FAULTS_VALIDATION_OUTPUT_DIR = str(tmp_path)
     return driver

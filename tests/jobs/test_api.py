@@ -33,7 +33,7 @@ def simulator(make_simulator, monkeypatch):
     driver = make_simulator(nodes=20)
     monkeypatch.setattr("jobs.action_handlers.get_slurm_driver", lambda: driver)
     monkeypatch.setattr("jobs.sync.get_slurm_driver", lambda: driver)
-    monkeypatch.setattr("jobs.action_handlers._refresh_node_states", lambda: None)
+    monkeypatch.setattr("jobs.action_handlers._refresh_node_states", lambda nodes: None)
     return driver
 
 

@@ -44,7 +44,7 @@ def nodes(db):
 def simulator(make_simulator, monkeypatch):
     driver = make_simulator(nodes=4)
     monkeypatch.setattr("jobs.action_handlers.get_slurm_driver", lambda: driver)
-    monkeypatch.setattr("jobs.action_handlers._refresh_node_states", lambda: None)
+    monkeypatch.setattr("jobs.action_handlers._refresh_node_states", lambda nodes: None)
     return driver
 
 
@@ -212,7 +212,7 @@ def test_the_demos_simulator_finishes_a_reboot_on_the_wall_clock(nodes, monkeypa
     driver = SimulatorDriver(cluster="demo-reboot", node_names=["gpu001"], history_hours=0,
                              mean_failure_seconds=0, mean_arrival_seconds=10**9)  # fmt: skip
     monkeypatch.setattr("jobs.action_handlers.get_slurm_driver", lambda: driver)
-    monkeypatch.setattr("jobs.action_handlers._refresh_node_states", lambda: None)
+    monkeypatch.setattr("jobs.action_handlers._refresh_node_states", lambda nodes: None)
     action, _ = request_reboot(nodes=[nodes["gpu001"]], reason="demo: reboot")
     deadline = time.monotonic() + REBOOT_SECONDS + 15
     while (action := run_now(action)).status == ActionStatus.QUEUED:

@@ -29,7 +29,7 @@ def node(db):
 def simulator(make_simulator, monkeypatch):
     driver = make_simulator(nodes=2)
     monkeypatch.setattr("jobs.action_handlers.get_slurm_driver", lambda: driver)
-    monkeypatch.setattr("jobs.action_handlers._refresh_node_states", lambda: None)
+    monkeypatch.setattr("jobs.action_handlers._refresh_node_states", lambda nodes: None)
     return driver
 
 

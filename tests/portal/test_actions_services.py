@@ -243,6 +243,21 @@ def test_a_waiting_handler_is_checked_again_later_without_using_up_attempts(oper
     assert cancel_action(action=later, cancelled_by=operator).status == ActionStatus.CANCELLED
 
 
+def test_a_first_claim_looks_for_no_waiting_attempt(operator, sent):
+    """Only an Action claimed before can have a waiting attempt to go on in: the first claim
+    of every drain skips that statement (the claim is on the path to Slurm)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    action, _ = enqueue(operator=operator)
+    with CaptureQueriesContext(connection) as claim:
+        claimed = action_services._claim(action.pk, "token-1", "worker-1")
+    assert claimed[0].attempts == 1
+    statements = [query["sql"] for query in claim.captured_queries]
+    assert not [sql for sql in statements if sql.startswith('UPDATE "portal_actionattempt"')]
+    assert [sql for sql in statements if sql.startswith('INSERT INTO "portal_actionattempt"')]
+
+
 @pytest.mark.parametrize(
     ("kind", "message"),
     [
