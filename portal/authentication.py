@@ -5,10 +5,13 @@ from __future__ import annotations
 import hashlib
 from datetime import timedelta
 
+from django.contrib.auth.models import Group
+from django.db.models import Count, OuterRef, Subquery
 from django.utils import timezone
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 
+from portal.roles import Role
 from portal.throttling import (
     record_failed_authentication,
     refuse_if_over_failed_authentication_budget,
@@ -34,14 +37,24 @@ def working_token_for_key(key: str):
     """The token of this key, with its user, when it is unexpired and its user active; else None."""
     from portal.models import APIToken
 
+    # The user's role groups come with the token, in the same statement: every API request
+    # needs the role, and a query of its own for it was one of the four a small page cost.
+    role_groups = Group.objects.filter(user=OuterRef("user_id"), name__in=Role.values).order_by()
     token = (
         APIToken.objects.select_related("user", "user__tenant")
+        .annotate(
+            role_group_count=Subquery(
+                role_groups.values("user").annotate(count=Count("pk")).values("count")
+            ),
+            role_group_name=Subquery(role_groups.values("name")[:1]),
+        )
         .filter(key_digest=digest_token_key(key))
         .first()
     )
     now = timezone.now()
     if token is None or not token.user.is_active:
         return None
+    token.user.role_given_groups([token.role_group_name] * (token.role_group_count or 0))
     if token.expires_at is not None and token.expires_at <= now:
         return None
     if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:

@@ -73,11 +73,22 @@ class User(AbstractUser):
         return self._role_cache
 
     def _role_from_groups(self) -> Role | None:
+        if not self.is_authenticated or not self.is_active or self.is_superuser:
+            return self.role_given_groups([])
+        return self.role_given_groups(
+            [name for name in self.groups.values_list("name", flat=True) if name in Role.values]
+        )
+
+    def role_given_groups(self, role_group_names: list[str]) -> Role | None:
+        """The role, given the names of the user's groups that are roles (read by the caller
+        with something it reads anyway, e.g. the API token), and remembered like `role`."""
         if not self.is_authenticated or not self.is_active:
-            return None
-        if self.is_superuser:
-            return Role.ADMIN
-        names = [name for name in self.groups.values_list("name", flat=True) if name in Role.values]
-        if len(names) != 1:
-            return None  # no role, or an ambiguous one: deny rather than guess
-        return Role(names[0])
+            role = None
+        elif self.is_superuser:
+            role = Role.ADMIN
+        elif len(role_group_names) != 1:
+            role = None  # no role, or an ambiguous one: deny rather than guess
+        else:
+            role = Role(role_group_names[0])
+        self._role_cache = role
+        return role

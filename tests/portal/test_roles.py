@@ -185,3 +185,42 @@ def test_an_unknown_capability_is_an_error_not_a_refusal():
         may(SimpleNamespace(role=Role.ADMIN), "drian")
     with pytest.raises(ValueError, match="unknown capability"):
         may(AnonymousUser(), "drian")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("groups", "superuser", "active", "expected"),
+    [
+        (["operator"], False, True, Role.OPERATOR),
+        (["tenant_admin", "unrelated"], False, True, Role.TENANT_ADMIN),
+        (["operator", "viewer"], False, True, None),  # ambiguous: denied, not guessed
+        ([], False, True, None),
+        ([], True, True, Role.ADMIN),
+        (["operator"], False, False, None),
+    ],
+)
+def test_an_api_token_brings_its_users_role_in_the_same_query(
+    make_user, groups, superuser, active, expected
+):
+    """Every API request needs the caller's role: it is read with the token, not by a query of
+    its own, and means what `User.role` means."""
+    from django.contrib.auth.models import Group
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from portal.authentication import user_for_token_key
+    from portal.models import User
+    from portal.services.accounts import api_token_create
+
+    user = make_user(Role.VIEWER)
+    _, key = api_token_create(user=user, name="role check")
+    user.groups.set([Group.objects.get_or_create(name=name)[0] for name in groups])
+    User.objects.filter(pk=user.pk).update(is_superuser=superuser, is_active=active)
+    user_for_token_key(key)  # stamps the token's first use
+    with CaptureQueriesContext(connection) as queries:
+        found = user_for_token_key(key)
+    if not active:
+        assert found is None
+        return
+    assert found.role == expected == User.objects.get(pk=user.pk).role
+    assert len(queries) == 1
