@@ -28,7 +28,13 @@ import time
 import urllib.parse
 from pathlib import Path
 
-from common import MAX_SCALE, percentiles, spec_at_scale, stop_process_group
+from common import (
+    MAX_SCALE,
+    analyze_like_autovacuum,
+    percentiles,
+    spec_at_scale,
+    stop_process_group,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "inventory" / "fixtures" / "sakuraone.yaml"
@@ -159,6 +165,7 @@ def run_scale(scale: int, *, reads: int, writes: int, database_url: str) -> dict
     rail_nic = NIC.objects.get(node=middle, role="rail", rail=5)
     bulk_ids = list(Node.objects.order_by("hostname").values_list("pk", flat=True)[:100])
     counts = {label: count.total for label, count in report.counts.items()}
+    analyze_like_autovacuum()
     connections.close_all()
 
     import requests

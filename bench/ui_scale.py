@@ -39,7 +39,7 @@ import threading
 import time
 from pathlib import Path
 
-from common import MAX_SCALE, percentiles, spec_at_scale
+from common import MAX_SCALE, analyze_like_autovacuum, percentiles, spec_at_scale
 from inventory_api import Server, bench_database_url, drop_database, recreate_database
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -264,6 +264,7 @@ def run_scale(scale: int, *, reads: int, polls: int, database_url: str) -> dict:
     names = {"node": nodes[len(nodes) // 2],
              "spine": Switch.objects.filter(role="spine").order_by("hostname")
              .values_list("hostname", flat=True).first()}
+    analyze_like_autovacuum()
     connections.close_all()
 
     def fabric_changes():
