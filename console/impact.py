@@ -23,11 +23,18 @@ from django.utils import timezone
 from inventory.hostlist import compress_hostlist, expand_hostlist
 from inventory.models import GPU, NIC, Allocation, Cable, Node, Pod, Switch, SwitchPort
 from inventory.revision import cached_by_revision
-from inventory.selectors import active_cable_ids_at, active_cables, cable_list, visible_nodes
+from inventory.selectors import (
+    active_cable_ids_by_far_end,
+    active_cables,
+    cable_list,
+    visible_nodes,
+)
 from jobs.models import Job
 from jobs.selectors import running_jobs_crossing_pods, running_jobs_on_nodes, visible_jobs
 from portal.errors import InvalidInput
+from portal.lookups import InArray
 from portal.models import Role
+from portal.planner import reads_from_memory
 from portal.roles import may
 
 KINDS = ("node", "hostlist", "gpu", "nic", "port", "switch", "cable")
@@ -202,10 +209,10 @@ def _resolve_switch(user, name: str) -> Reach:
     # Only the cables to NICs are needed whole; of the switch-to-switch ones (a fleet's spine
     # has thousands) the ids are enough.
     ports = SwitchPort.objects.filter(switch=switch).values("pk")
-    to_nics = active_cable_ids_at(ports, far_end="nic")
-    if to_nics:
-        _lose_cables(reach, _cables_with_ends(Cable.objects.filter(pk__in=to_nics)))
-    reach.uplink_cable_ids.update(active_cable_ids_at(ports, far_end="port"))
+    cable_ids = active_cable_ids_by_far_end(ports)
+    if cable_ids["nic"]:
+        _lose_cables(reach, _cables_with_ends(Cable.objects.filter(pk__in=cable_ids["nic"])))
+    reach.uplink_cable_ids.update(cable_ids["port"])
     reach.crosses_spine = switch.role == Switch.Role.SPINE
     return reach
 
@@ -402,7 +409,11 @@ def _bisection_lost(cable_ids: set[int]) -> list[dict]:
     with full bisection (uplink = downlink capacity) that is the share of bisection lost."""
     totals = cached_by_revision("pod-uplink-capacity", _pod_uplink_capacity)
     rows = []
-    for row in _uplink_capacity(active_cables().filter(pk__in=cable_ids)):
+    # A spine's thousands of cables: one array parameter, not a placeholder each (InArray),
+    # read through the keys of their ports rather than by hashing every port of the fleet.
+    with reads_from_memory():
+        lost_by_pod = list(_uplink_capacity(active_cables().filter(InArray(F("pk"), cable_ids))))
+    for row in lost_by_pod:
         name, total = totals.get(row["pod_id"], ("?", 0))
         lost = row["capacity"] or 0
         rows.append({"pod_id": row["pod_id"], "pod": name, "lost_gbps": lost, "total_gbps": total,

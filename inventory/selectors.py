@@ -12,7 +12,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, QuerySet
+from django.db.models import (
+    BooleanField,
+    Case,
+    Count,
+    Exists,
+    F,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+    Value,
+    When,
+)
 
 from inventory.hostlist import compress_hostlist, expand_hostlist
 from inventory.models import (
@@ -304,6 +316,25 @@ def active_cable_ids_at(port_ids, *, far_end: str | None = None) -> list[int]:
     # No ORDER BY in either half: SQLite refuses one inside a compound statement.
     return list(a_side.order_by().values_list("pk", flat=True)
                 .union(b_side.order_by().values_list("pk", flat=True)))
+
+
+def active_cable_ids_by_far_end(port_ids) -> dict[str, list[int]]:
+    """{"nic": [...], "port": [...]}: the ids of the active cables with an end on one of
+    `port_ids`, by what their other end is; one query, looked up as `active_cable_ids_at` does
+    (a spine's page asked twice, 30 ms each at scale 125)."""
+    cables = active_cables()
+    halves = [
+        cables.filter(**{f"{near}_port_id__in": port_ids})
+        .annotate(far_is_nic=Case(When(**{f"{far}_nic__isnull": False}, then=Value(True)),
+                                  default=Value(False), output_field=BooleanField()))
+        .order_by()
+        .values_list("pk", "far_is_nic")
+        for near, far in (("a", "b"), ("b", "a"))
+    ]
+    by_far_end: dict[str, list[int]] = {"nic": [], "port": []}
+    for pk, far_is_nic in halves[0].union(halves[1]):
+        by_far_end["nic" if far_is_nic else "port"].append(pk)
+    return by_far_end
 
 
 def cables_with_ends(queryset: QuerySet[Cable]) -> QuerySet[Cable]:

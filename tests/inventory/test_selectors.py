@@ -171,3 +171,20 @@ def test_port_and_cable_lists_in_constant_queries(sakuraone, make_user, django_a
         cables = list(cable_list(user=user, filters={"switch": "spine-4"}))
         names = {(c.a_port.switch.hostname, c.b_port.name) for c in cables}
     assert len(cables) == 64 and len(names) == 64
+
+
+@pytest.mark.parametrize("hostname", ["leaf-p1-r0", "spine-1", "storage-1"])
+def test_a_switchs_cables_by_far_end_in_one_query(sakuraone, hostname, django_assert_num_queries):
+    """One query gives what two `active_cable_ids_at` calls gave: the impact of a switch needs
+    its cables to NICs and to other switches, and a fleet's spine has 8,000 ports."""
+    from inventory.models import Cable, CableStatus, SwitchPort
+    from inventory.selectors import active_cable_ids_at, active_cable_ids_by_far_end
+
+    ports = SwitchPort.objects.filter(switch__hostname=hostname).values("pk")
+    Cable.objects.filter(pk__in=active_cable_ids_at(ports)[:2]).update(
+        status=CableStatus.DECOMMISSIONED)
+    with django_assert_num_queries(1):
+        by_far_end = active_cable_ids_by_far_end(ports)
+    assert sorted(by_far_end["nic"]) == sorted(active_cable_ids_at(ports, far_end="nic"))
+    assert sorted(by_far_end["port"]) == sorted(active_cable_ids_at(ports, far_end="port"))
+    assert by_far_end["nic"] or by_far_end["port"]
