@@ -159,9 +159,11 @@ def _far_end(cable: Cable, *, nic_id: int | None = None, port_id: int | None = N
     return cable.a_nic, cable.a_port
 
 
-def _uplink_cables(switch: Switch) -> QuerySet[Cable]:
-    """Active cables from `switch` to a spine port, both ends joined in. Only the uplinks are
-    loaded: a leaf's 50 host cables would triple the rows a trace builds for nothing.
+def _uplink_cables(switch: Switch) -> QuerySet:
+    """Active cables from `switch` to a spine port, both ends joined in, as rows of
+    UPLINK_CABLE_FIELDS. Only the uplinks are loaded: a leaf's 50 host cables would triple the
+    rows a trace builds for nothing; and as plain rows: the 32 uplinks of a rail leaf were some
+    290 model instances (cable, ports, switches, pods, breakout parents).
 
     The far end is checked on the joined port's switch, row by row after the index lookup of
     this switch's ports: a `port_id IN (every spine port)` subquery read every spine's ports in
@@ -174,27 +176,38 @@ def _uplink_cables(switch: Switch) -> QuerySet[Cable]:
             Q(a_port_id__in=port_ids, b_port__switch__role=spine)
             | Q(b_port_id__in=port_ids, a_port__switch__role=spine)
         )
-        .select_related("a_port__switch__pod", "b_port__switch__pod",
-                        "a_port__breakout_parent", "b_port__breakout_parent")
-        .only(*UPLINK_CABLE_FIELDS)
         .order_by()  # _uplinks sorts by spine and port itself
+        .values("id", *UPLINK_CABLE_FIELDS)
     )
 
 
 def _uplinks(switch: Switch) -> tuple[tuple[TraceUplink, ...], tuple[TraceSwitch, ...]]:
     """Every active cable from `switch` to a spine, in two queries."""
     uplinks = []
-    for cable in _uplink_cables(switch):
-        if cable.a_port_id and cable.a_port.switch_id == switch.pk:
-            local, remote = cable.a_port, cable.b_port
-        else:
-            local, remote = cable.b_port, cable.a_port
-        if remote is None or remote.switch.role != Switch.Role.SPINE:
+    for row in _uplink_cables(switch):
+        local, remote = ("a", "b") if row["a_port__switch"] == switch.pk else ("b", "a")
+        spine = row[f"{remote}_port__switch__role"] == Switch.Role.SPINE
+        if row[f"{remote}_port"] is None or not spine:
             continue
-        uplinks.append(TraceUplink(_trace_port(local), _trace_cable(cable), _trace_port(remote)))
+        length = row["length_m"]
+        cable = TraceCable(row["id"], row["type"], row["status"],
+                           float(length) if length is not None else None)
+        uplinks.append(
+            TraceUplink(_trace_port_row(row, local), cable, _trace_port_row(row, remote))
+        )
     uplinks.sort(key=lambda u: (u.remote_port.switch.hostname, u.local_port.name))
     spines = {uplink.remote_port.switch.id: uplink.remote_port.switch for uplink in uplinks}
     return tuple(uplinks), tuple(sorted(spines.values(), key=lambda s: s.hostname))
+
+
+def _trace_port_row(row: dict, side: str) -> TracePort:
+    """_trace_port of one end of a row of UPLINK_CABLE_FIELDS."""
+    port = f"{side}_port"
+    pod = row[f"{port}__switch__pod__name"] if row[f"{port}__switch__pod"] else None
+    switch = TraceSwitch(row[f"{port}__switch"], row[f"{port}__switch__hostname"],
+                         row[f"{port}__switch__role"], pod, row[f"{port}__switch__rail"])
+    parent = row[f"{port}__breakout_parent__name"] if row[f"{port}__breakout_parent"] else None
+    return TracePort(row[port], row[f"{port}__name"], row[f"{port}__speed_gbps"], parent, switch)
 
 
 @planned_as_written  # both ends of a cable: 13 tables, planned longer than they take to read
