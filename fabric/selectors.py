@@ -450,18 +450,15 @@ def port_strips(*, user, hostnames: list[str]) -> list[HeatSwitch]:
         SwitchPort.objects.filter(switch__in=visible.values(), breakout_mode="")
         .values_list("switch__hostname").annotate(ports=Count("id")).order_by()
     )
-    inline = [switch for name, switch in visible.items()
-              if port_counts.get(name, 0) <= PORT_CELLS_INLINE_MAX]
-    cells = _cells_by_switch(inline, whole_fleet=False) if inline else {}
+    inline = {name: switch for name, switch in visible.items()
+              if port_counts.get(name, 0) <= PORT_CELLS_INLINE_MAX}
+    cells = _cells_by_switch(list(inline.values()), whole_fleet=False) if inline else {}
     strips = []
     for name in hostnames:
-        switch = visible.get(name)
-        if switch is None:
-            continue
-        if port_counts.get(name, 0) <= PORT_CELLS_INLINE_MAX:
-            strips.append(HeatSwitch(switch, cells.get(switch.pk, [])))
-        else:
-            strips.append(HeatSwitch(switch, [], deferred_ports=port_counts[name]))
+        if name in inline:
+            strips.append(HeatSwitch(inline[name], cells.get(inline[name].pk, [])))
+        elif name in visible:
+            strips.append(HeatSwitch(visible[name], [], deferred_ports=port_counts[name]))
     return strips
 
 
