@@ -33,6 +33,7 @@ from portal.actions.registry import (
 from portal.errors import Conflict, InvalidInput
 from portal.models import Action, ActionAttempt, ActionStatus
 from portal.realtime import publish
+from portal.realtime.events import wait_until_published
 from portal.selectors import action_attempt_rows
 from portal.services.audit import record_change
 
@@ -155,9 +156,11 @@ def enqueue_action(
             publish_action(action)
             transaction.on_commit(lambda: send_action_task(action.pk))
         else:
-            # The task first: the worker can start while the browsers are being told.
-            transaction.on_commit(lambda: send_action_task(action.pk))
+            # "queued" leaves for Redis before the task does: events go out on a publisher
+            # thread, and a worker's "running" (another process) must not overtake it, or
+            # browsers keep showing a running Action as queued.
             publish_action(action)
+            transaction.on_commit(lambda: _send_after_published_events(action.pk))
     return action, True
 
 
@@ -256,6 +259,16 @@ def send_action_task(action_id: int, countdown: float = 0) -> None:
             error,
         )
         _leave_for_the_sweeper(action_id)
+
+
+# How long a request waits for its own "queued" event to reach Redis before sending the task
+# anyway (Redis down: the send then fails too, and the sweeper has the Action).
+QUEUED_EVENT_WAIT_SECONDS = 1.0
+
+
+def _send_after_published_events(action_id: int) -> None:
+    wait_until_published(timeout=QUEUED_EVENT_WAIT_SECONDS)
+    send_action_task(action_id)
 
 
 def retry_delay_seconds(attempt: int) -> float:

@@ -364,6 +364,34 @@ def test_embedded_mode_publishes_queued_before_what_the_in_process_task_reports(
     assert heard == ["queued", "running", "succeeded"]
 
 
+@pytest.mark.django_db(transaction=True)  # real commits: callbacks run in their real order
+def test_with_a_worker_the_queued_event_reaches_redis_before_the_task_leaves(
+    operator, settings, monkeypatch
+):
+    """Events leave on the publisher thread; the worker's "running" comes from another process.
+    The task is sent only once "queued" has been sent, so a browser never hears it last."""
+    import asyncio
+
+    from portal.realtime import events
+
+    class SlowLayer:
+        arrived: list = []
+
+        async def group_send(self, group, message):
+            await asyncio.sleep(0.05)
+            self.arrived.append(group)
+
+    layer = SlowLayer()
+    monkeypatch.setattr(events, "get_channel_layer", lambda: layer)
+    seen_when_sent = []
+    monkeypatch.setattr(action_services, "send_action_task",
+                        lambda action_id, countdown=0: seen_when_sent.append(list(layer.arrived)))
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    with transaction.atomic():
+        action, _ = enqueue(operator=operator)
+    assert seen_when_sent == [["actions", f"action.{action.pk}"]]
+
+
 def test_embedded_mode_leaves_retries_to_the_sweeper(operator, settings, monkeypatch):
     """In-process mode has no timer for countdowns: a due retry is run by the periodic sweep."""
     settings.CELERY_TASK_ALWAYS_EAGER = True
