@@ -128,12 +128,12 @@ def test_a_bad_target_is_a_400_naming_the_field(small_fleet, operator_api, targe
 def test_the_query_count_does_not_grow_with_the_switch(jobs, make_user,
                                                        django_assert_max_num_queries):
     oncall = make_user(Role.ONCALL)
-    # At most 18: the pods' uplink capacity not yet cached for this inventory revision (3 of
+    # At most 19: the pods' uplink capacity not yet cached for this inventory revision (3 of
     # them), and the lost bisection read under its planner setting, which inside the test's
     # transaction is a savepoint, SET LOCAL, its reset and the release (portal.planner).
-    with django_assert_max_num_queries(18):
+    with django_assert_max_num_queries(19):
         impact_of(user=oncall, target="switch:leaf-p1-r3")
-    with django_assert_max_num_queries(18):
+    with django_assert_max_num_queries(19):
         impact_of(user=oncall, target="switch:spine-1")
 
 
