@@ -1,4 +1,4 @@
-"""The NIC list's rows built from plain values, for pages of up to 1,000 NICs.
+"""The node and NIC lists' rows built from plain values, for pages of up to 1,000.
 
 A page of 1,000 NICs through model instances and DRF fields builds some 6,000 objects and walks
 20,000 fields: about a quarter of a second. Here the page is one `values()` query: a NIC is in at
@@ -8,6 +8,9 @@ query by id. Each row is then written straight as JSON text (portal/api/renderer
 page's text into the response). The result is exactly what `NICSerializer` produces (a test
 compares the two over the whole fleet, ugly strings included), so clients see one representation;
 writes and single objects still go through the serializer.
+
+The node list is the same idea without the joins: a page of 100 nodes through NodeSerializer took
+some 30 ms of DRF fields on the CI machine, most of the request.
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ from json.encoder import encode_basestring as _json_string  # json.dumps's own, 
 from django.db.models import F, FilteredRelation, Q, QuerySet, TextField
 from django.db.models.functions import Cast
 from django.urls import reverse
+from django.utils import timezone
 
-from inventory.models import NIC, CableStatus, SwitchPort
+from inventory.models import NIC, CableStatus, Node, SwitchPort
 from portal.api.renderers import EncodedJSONArray
 from portal.lookups import InArray
 
@@ -51,6 +55,94 @@ LINK_COLUMNS = tuple(
     for near, far in SIDES.items()
     for column in (*_CABLE_COLUMNS, f"{far}_port", f"{far}_nic")
 )
+
+
+NODE_COLUMNS = (
+    "id",
+    "hostname",
+    "serial",
+    "model",
+    "cpu_model",
+    "cpu_count",
+    "memory_gb",
+    "pod_id",
+    "pod__name",
+    "rack_id",
+    "rack__name",
+    "status",
+    "slurm_state",
+    "slurm_reason",
+    "slurm_state_changed_at",
+    "slurm_reboot",
+    "bmc_address",
+    "bmc_system_id",
+    "bmc_credentials_ref",
+    "created_at",
+    "updated_at",
+)
+DISKS_TEXT = "disks_json"
+
+
+def node_values(queryset: QuerySet[Node]) -> QuerySet:
+    """The filtered, ordered node queryset as rows of NODE_COLUMNS, the disks as JSON text."""
+    return (
+        queryset.select_related(None)
+        .prefetch_related(None)
+        .values(*NODE_COLUMNS, **{DISKS_TEXT: Cast("disks", output_field=TextField())})
+    )
+
+
+def node_page_json(rows: Iterable[dict], request) -> EncodedJSONArray:
+    """NodeSerializer's output for rows read through `node_values`, as JSON text, no query."""
+    (node_head, node_tail), pod_url, rack_url = (
+        _url_parts(request, name) for name in ("node", "pod", "rack")
+    )
+    text = _nullable_string
+    zone = timezone.get_current_timezone()
+
+    def moment(value) -> str:
+        # As DRF's DateTimeField writes one: in the current time zone, ISO 8601, "Z" for UTC.
+        if value is None:
+            return "null"
+        written = value.astimezone(zone).isoformat()
+        if written.endswith("+00:00"):
+            written = f"{written.removesuffix('+00:00')}Z"
+        return f'"{written}"'
+
+    objects = []
+    for row in rows:
+        pk = row["id"]
+        objects.append(
+            f'{{"id":{pk},"url":"{node_head}{pk}{node_tail}",'
+            f'"hostname":{text(row["hostname"])},"serial":{text(row["serial"])},'
+            f'"model":{text(row["model"])},"cpu_model":{text(row["cpu_model"])},'
+            f'"cpu_count":{_number(row["cpu_count"])},"memory_gb":{_number(row["memory_gb"])},'
+            f'"disks":{row[DISKS_TEXT] or "null"},'
+            f'"pod":{_brief(pod_url, row["pod_id"], row["pod__name"])},'
+            f'"rack":{_brief(rack_url, row["rack_id"], row["rack__name"])},'
+            f'"status":{text(row["status"])},"slurm_state":{text(row["slurm_state"])},'
+            f'"slurm_reason":{text(row["slurm_reason"])},'
+            f'"slurm_state_changed_at":{moment(row["slurm_state_changed_at"])},'
+            f'"slurm_reboot":{text(row["slurm_reboot"])},'
+            f'"bmc_address":{text(row["bmc_address"])},'
+            f'"bmc_system_id":{text(row["bmc_system_id"])},'
+            f'"bmc_credentials_ref":{text(row["bmc_credentials_ref"])},'
+            f'"created_at":{moment(row["created_at"])},'
+            f'"updated_at":{moment(row["updated_at"])}}}'
+        )
+    return EncodedJSONArray(f"[{','.join(objects)}]")
+
+
+def _brief(url: tuple[str, str], pk: int | None, name: str) -> str:
+    """A pod's or rack's brief representation: id, url, name."""
+    if pk is None:
+        return "null"
+    head, tail = url
+    return f'{{"id":{pk},"url":"{head}{pk}{tail}","name":{_json_string(name)}}}'
+
+
+def _nullable_string(value: str | None) -> str:
+    return "null" if value is None else _json_string(value)
 
 
 def nic_values(queryset: QuerySet[NIC]) -> QuerySet:

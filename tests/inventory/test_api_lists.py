@@ -219,9 +219,7 @@ def test_nic_list_rows_are_exactly_what_the_serializer_shows(sakuraone, operator
     NIC.objects.filter(pk=nic("gpu005", "mlx5_0").pk).update(
         serial='SN "7"\\ \n\t\u0001 \u2013 日本 \u2028', netdev="enp\x7f"
     )
-    NIC.objects.filter(pk=nic("gpu005", "mlx5_1").pk).update(
-        bond_members=["mlx5_\"9", "ü\n", ""]
-    )
+    NIC.objects.filter(pk=nic("gpu005", "mlx5_1").pk).update(bond_members=['mlx5_"9', "ü\n", ""])
     Cable.objects.filter(a_nic=nic("gpu006", "mlx5_0")).update(label='rack "A"\\12\n')
     listed, url, params = [], f"{API}/nics/", {"page_size": 1000}
     while url:
@@ -244,10 +242,61 @@ def test_nic_list_rows_are_exactly_what_the_serializer_shows(sakuraone, operator
     assert by_device[("gpu003", "mlx5_3")]["link"]["nic"]["node"]["hostname"] == "gpu004"
     assert by_device[("gpu004", "mlx5_3")]["link"]["nic"]["node"]["hostname"] == "gpu003"
     assert by_device[("gpu005", "mlx5_0")]["serial"] == 'SN "7"\\ \n\t\u0001 \u2013 日本 \u2028'
-    assert by_device[("gpu005", "mlx5_1")]["bond_members"] == ["mlx5_\"9", "ü\n", ""]
+    assert by_device[("gpu005", "mlx5_1")]["bond_members"] == ['mlx5_"9', "ü\n", ""]
     assert by_device[("gpu006", "mlx5_0")]["link"]["cable"]["label"] == 'rack "A"\\12\n'
 
 
+@pytest.mark.parametrize("zone", ["UTC", "Asia/Tokyo"])
+def test_node_list_rows_are_exactly_what_the_serializer_shows(sakuraone, operator_api, zone):
+    """The node list is written from plain values as JSON text (api.fast_lists); it must match
+    NodeSerializer's representation of every node: without pod or rack, with strings that
+    need escaping, disks as PostgreSQL prints them, moments with and without microseconds,
+    in the current time zone whichever it is."""
+    from datetime import UTC, datetime
+
+    from django.utils import timezone
+    from rest_framework.request import Request
+    from rest_framework.test import APIRequestFactory
+
+    from inventory.api.serializers import NodeSerializer
+    from inventory.selectors import node_list
+
+    Node.objects.filter(hostname="gpu001").update(
+        pod=None,
+        rack=None,
+        serial='SN "7"\\ \n\t\u0001 \u2013 日本 \u2028',
+        slurm_reason='down by "ops"\nsee ticket',
+        slurm_state_changed_at=datetime(2026, 11, 27, 1, 2, 3, tzinfo=UTC),
+        bmc_address="2001:db8::17",
+        disks=[{"role": 'scr"atch\n', "count": 4, "note": None}],
+    )
+    Node.objects.filter(hostname="gpu002").update(
+        slurm_state_changed_at=datetime(2026, 11, 27, 1, 2, 3, 450, tzinfo=UTC),
+        bmc_address="10.1.2.3",
+        disks=[],
+    )
+    with timezone.override(zone):
+        listed, url, params = [], f"{API}/nodes/", {"page_size": 1000}
+        while url:
+            body = operator_api.get(url, params).json()
+            listed += body["results"]
+            url, params = body["next"], None
+        request = APIRequestFactory().get("/")
+        request.user = operator_api.user
+        nodes = node_list(user=operator_api.user).select_related("pod", "rack")
+        expected = NodeSerializer(nodes, many=True, context={"request": Request(request)}).data
+    assert len(listed) == Node.objects.count() == 100
+    assert listed == [dict(row) for row in expected]
+    first, second = listed[0], listed[1]
+    assert (first["pod"], first["rack"], first["bmc_address"]) == (None, None, "2001:db8::17")
+    assert first["disks"] == [{"role": 'scr"atch\n', "count": 4, "note": None}]
+    assert first["serial"] == 'SN "7"\\ \n\t\u0001 \u2013 日本 \u2028'
+    if zone == "UTC":
+        assert first["slurm_state_changed_at"] == "2026-11-27T01:02:03Z"
+        assert second["slurm_state_changed_at"] == "2026-11-27T01:02:03.000450Z"
+    else:
+        assert first["slurm_state_changed_at"] == "2026-11-27T10:02:03+09:00"
+    assert second["pod"]["name"] and second["rack"]["url"].endswith(f"/{second['rack']['id']}/")
 
 
 @pytest.mark.parametrize("resource", sorted({resource for resource, _, _ in LISTS}))
