@@ -57,3 +57,32 @@ def test_events_past_the_limit_are_dropped_and_logged(monkeypatch, caplog):
     assert 3 <= len(layer.arrived) < 10
     assert [number for _, number in layer.arrived] == sorted(n for _, n in layer.arrived)
     assert "live events unsent: dropped x to cluster" in caplog.text
+
+
+def test_waiting_for_the_sends_is_woken_by_the_last_one_not_by_polling(monkeypatch):
+    """A request waits for its Action's "queued" event before it sends the task: a poll every
+    5 ms was a third of a drain request's time. The wait sleeps on the queue's condition."""
+    layer = SlowLayer(delay=0.02)
+    events._publish_through_redis(layer, "actions", {"number": 0})
+
+    def no_polling(seconds):
+        raise AssertionError(f"polled with time.sleep({seconds})")
+
+    monkeypatch.setattr(time, "sleep", no_polling)
+    assert events.wait_until_published(timeout=5)
+    assert layer.arrived == [("actions", 0)]
+
+
+def test_waiting_gives_up_at_its_timeout_while_a_send_hangs():
+    layer = SlowLayer(delay=0.0)
+    hanging = asyncio.Event()
+
+    async def hang(group, message):
+        await asyncio.wait_for(hanging.wait(), 1.0)
+
+    layer.group_send = hang
+    events._publish_through_redis(layer, "actions", {"number": 0, "event": "x"})
+    started = time.monotonic()
+    assert not events.wait_until_published(timeout=0.2)
+    assert 0.15 < time.monotonic() - started < 0.9
+    assert events.wait_until_published(timeout=5)  # the hung send times out; the queue drains
