@@ -55,16 +55,21 @@ def _refresh_node_states(nodes: list[str]) -> None:
         logger.warning("could not queue a node-state sync after a drain/resume", exc_info=True)
 
 
+def _refresh_states_of_its_nodes(action) -> None:
+    """After a drain or resume has succeeded (and said so): the sync is not part of it."""
+    _refresh_node_states(list(action.parameters["nodes"]))
+
+
 @register_action_handler(
     DRAIN_ACTION,
     lease_seconds=slurm_attempt_lease_seconds,
     description="Drain nodes in Slurm with the reason given.",
     max_attempts=SLURM_ACTION_MAX_ATTEMPTS,
+    after_success=_refresh_states_of_its_nodes,
 )
 def drain_nodes(action) -> dict:
     nodes = list(action.parameters["nodes"])
     _call_slurm(get_slurm_driver().drain, nodes, action.reason)
-    _refresh_node_states(nodes)
     return {"drained": nodes}
 
 
@@ -73,11 +78,11 @@ def drain_nodes(action) -> dict:
     lease_seconds=slurm_attempt_lease_seconds,
     description="Return drained nodes to service in Slurm.",
     max_attempts=SLURM_ACTION_MAX_ATTEMPTS,
+    after_success=_refresh_states_of_its_nodes,
 )
 def resume_nodes(action) -> dict:
     nodes = list(action.parameters["nodes"])
     _call_slurm(get_slurm_driver().resume, nodes)
-    _refresh_node_states(nodes)
     return {"resumed": nodes}
 
 

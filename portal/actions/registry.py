@@ -50,6 +50,9 @@ class ActionHandler:
     # seconds, or a function of the Action for handlers whose duration depends on parameters.
     lease_seconds: float | Callable[[Action], float] = 300.0
     max_attempts: int = 5
+    # Work that can follow the Action's success rather than hold it up: called with the Action
+    # once its success is committed and its events are on their way (a drain's node-state sync).
+    after_success: Callable[[Action], None] | None = None
 
     def lease_for(self, action: Action) -> float:
         if callable(self.lease_seconds):
@@ -66,12 +69,15 @@ def register_action_handler(
     description: str,
     lease_seconds: float | Callable[[Action], float] = 300.0,
     max_attempts: int = 5,
+    after_success: Callable[[Action], None] | None = None,
 ) -> Callable[[HandlerFunction], HandlerFunction]:
     def decorator(function: HandlerFunction) -> HandlerFunction:
         existing = _handlers.get(kind)
         if existing and existing.function is not function:
             raise ValueError(f"Action kind {kind!r} is already registered by {existing.function}")
-        _handlers[kind] = ActionHandler(kind, function, description, lease_seconds, max_attempts)
+        _handlers[kind] = ActionHandler(
+            kind, function, description, lease_seconds, max_attempts, after_success
+        )
         return function
 
     return decorator

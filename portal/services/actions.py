@@ -182,7 +182,9 @@ def run_action(*, action_id: int, worker: str = "") -> str:
     except Exception as error:
         logger.exception("Action %s (%s) failed", action_id, action.kind)
         return _reconnecting_once(_finish, action_id, claim_token, error=error, transient=False)
-    return _reconnecting_once(_finish, action_id, claim_token, result=result)
+    return _reconnecting_once(
+        _finish, action_id, claim_token, result=result, after_success=handler.after_success
+    )
 
 
 def cancel_action(*, action: Action, cancelled_by, reason: str = "", via: str = "api") -> Action:
@@ -422,6 +424,7 @@ def _finish(
     error: Exception | None = None,
     transient: bool = False,
     waiting: ActionWaiting | None = None,
+    after_success=None,
 ) -> str:
     now = timezone.now()
     error_text = f"{type(error).__name__}: {error}"[:MAX_ERROR_LENGTH] if error else ""
@@ -484,7 +487,17 @@ def _finish(
             )
             _tell_finished_listeners(action)
         publish_action(action)
+        if after_success is not None and action.status == ActionStatus.SUCCEEDED:
+            # Registered after the events, so they are queued for Redis before it runs.
+            transaction.on_commit(lambda: _follow_success(after_success, action), robust=True)
     return outcome
+
+
+def _follow_success(after_success, action: Action) -> None:
+    try:
+        after_success(action)
+    except Exception:
+        logger.exception("follow-up of Action %s (%s) failed", action.pk, action.kind)
 
 
 def _leave_for_the_sweeper(action_id: int) -> None:

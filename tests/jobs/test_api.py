@@ -250,3 +250,26 @@ def test_job_list_query_count_does_not_grow_with_page_size(operator_api, nodes, 
         assert len(response.json()["results"]) == size
         counts.append(len(queries))
     assert counts[0] == counts[1]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("kind", [DRAIN_ACTION, RESUME_ACTION])
+def test_the_node_sync_follows_a_drain_or_resume_once_its_success_is_committed(
+    nodes, simulator, monkeypatch, kind
+):
+    """The sync was sent from inside the handler, before the Action finished: the worker held
+    the Action's success (and its event) back for a broker send that is not part of it."""
+    from jobs.services import request_drain, request_resume
+
+    seen = []
+
+    def refresh(names):
+        seen.append((names, Action.objects.get(pk=action.pk).status))
+        raise RuntimeError("the broker is away")  # a follow-up that fails changes nothing
+
+    monkeypatch.setattr("jobs.action_handlers._refresh_node_states", refresh)
+    request = request_drain if kind == DRAIN_ACTION else request_resume
+    action, _ = request(nodes=nodes[:2], reason="follow-up order")
+    assert run_action(action_id=action.pk) == "succeeded"
+    assert seen == [(["gpu001", "gpu002"], ActionStatus.SUCCEEDED)]
+    assert Action.objects.get(pk=action.pk).status == ActionStatus.SUCCEEDED
