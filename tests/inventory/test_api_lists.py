@@ -192,12 +192,30 @@ def test_decommissioned_cables_leave_the_nic_link_but_stay_listed(sakuraone, ope
     assert [row["a_nic"]["device"] for row in listed] == ["mlx5_0"]
 
 
+def every_page(client, url: str) -> list[dict]:
+    """Every row of a list, following its `next` links, 1,000 to a page."""
+    listed, params = [], {"page_size": 1000}
+    while url:
+        body = client.get(url, params).json()
+        listed += body["results"]
+        url, params = body["next"], None
+    return listed
+
+
+def serializer_request(client):
+    """A request as a serializer's context needs it (absolute URLs), as the client's user."""
+    from rest_framework.request import Request
+    from rest_framework.test import APIRequestFactory
+
+    request = APIRequestFactory().get("/")
+    request.user = client.user
+    return Request(request)
+
+
 def test_nic_list_rows_are_exactly_what_the_serializer_shows(sakuraone, operator_api):
     """The NIC list builds its rows from plain values; they must match NICSerializer's
     representation of every NIC, whatever its cable: none, to a port on side B, to a port on
     side A, decommissioned, or (a validation error) to another NIC."""
-    from rest_framework.test import APIRequestFactory
-
     from inventory.api.serializers import NICSerializer
     from inventory.selectors import nic_list_with_links
 
@@ -221,18 +239,10 @@ def test_nic_list_rows_are_exactly_what_the_serializer_shows(sakuraone, operator
     )
     NIC.objects.filter(pk=nic("gpu005", "mlx5_1").pk).update(bond_members=['mlx5_"9', "ü\n", ""])
     Cable.objects.filter(a_nic=nic("gpu006", "mlx5_0")).update(label='rack "A"\\12\n')
-    listed, url, params = [], f"{API}/nics/", {"page_size": 1000}
-    while url:
-        body = operator_api.get(url, params).json()
-        listed += body["results"]
-        url, params = body["next"], None
-    request = APIRequestFactory().get("/")
-    request.user = operator_api.user
-    from rest_framework.request import Request
-
+    listed = every_page(operator_api, f"{API}/nics/")
     nics = nic_list_with_links(user=operator_api.user).select_related("node", "affinity_gpu")
     expected = NICSerializer(
-        nics.order_by("id"), many=True, context={"request": Request(request)}
+        nics.order_by("id"), many=True, context={"request": serializer_request(operator_api)}
     ).data
     assert len(listed) == 1200
     assert listed == [dict(row) for row in expected]
@@ -255,8 +265,6 @@ def test_node_list_rows_are_exactly_what_the_serializer_shows(sakuraone, operato
     from datetime import UTC, datetime
 
     from django.utils import timezone
-    from rest_framework.request import Request
-    from rest_framework.test import APIRequestFactory
 
     from inventory.api.serializers import NodeSerializer
     from inventory.selectors import node_list
@@ -276,15 +284,10 @@ def test_node_list_rows_are_exactly_what_the_serializer_shows(sakuraone, operato
         disks=[],
     )
     with timezone.override(zone):
-        listed, url, params = [], f"{API}/nodes/", {"page_size": 1000}
-        while url:
-            body = operator_api.get(url, params).json()
-            listed += body["results"]
-            url, params = body["next"], None
-        request = APIRequestFactory().get("/")
-        request.user = operator_api.user
+        listed = every_page(operator_api, f"{API}/nodes/")
         nodes = node_list(user=operator_api.user).select_related("pod", "rack")
-        expected = NodeSerializer(nodes, many=True, context={"request": Request(request)}).data
+        context = {"request": serializer_request(operator_api)}
+        expected = NodeSerializer(nodes, many=True, context=context).data
     assert len(listed) == Node.objects.count() == 100
     assert listed == [dict(row) for row in expected]
     first, second = listed[0], listed[1]
