@@ -207,6 +207,7 @@ def test_a_drain_refreshes_only_its_own_nodes(nodes, driver, monkeypatch, settin
     """After a drain the worker syncs the drained nodes, not the fleet: a whole sync per drain
     would compare and lock every node's row (12,500 of them in a fleet) to show one change."""
     from jobs import action_handlers, tasks
+    from portal.actions.registry import get_action_handler
     from portal.models import Action
 
     monkeypatch.setattr("jobs.sync.get_slurm_driver", lambda: driver)
@@ -216,8 +217,11 @@ def test_a_drain_refreshes_only_its_own_nodes(nodes, driver, monkeypatch, settin
     monkeypatch.setattr(tasks.sync_node_states, "delay",
                         lambda **kwargs: queued.append(kwargs))
     driver.drain(["gpu005"], "changed behind the portal's back")
-    action_handlers.drain_nodes(Action(kind="slurm.drain", target="gpu002",
-                                       parameters={"nodes": ["gpu002"]}, reason="bad DIMM"))
+    action = Action(kind="slurm.drain", target="gpu002", parameters={"nodes": ["gpu002"]},
+                    reason="bad DIMM")
+    action_handlers.drain_nodes(action)
+    assert queued == []  # the sync follows the Action's committed success, not the handler
+    get_action_handler("slurm.drain").after_success(action)
     assert queued == [{"names": ["gpu002"]}]
     assert tasks.sync_node_states.apply(kwargs=queued[0]).get() == 1
     states = dict(Node.objects.values_list("hostname", "slurm_state"))
