@@ -11,6 +11,7 @@ django.setup(set_prefix=False)  # as django.core.asgi.get_asgi_application does
 from portal.http_handler import SyncChainASGIHandler  # noqa: E402
 
 django_asgi_app = SyncChainASGIHandler()
+
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.urls import path  # noqa: E402
 

@@ -182,9 +182,7 @@ def run_action(*, action_id: int, worker: str = "") -> str:
     except Exception as error:
         logger.exception("Action %s (%s) failed", action_id, action.kind)
         return _reconnecting_once(_finish, action_id, claim_token, error=error, transient=False)
-    return _reconnecting_once(
-        _finish, action_id, claim_token, result=result, after_success=handler.after_success
-    )
+    return _reconnecting_once(_finish, action_id, claim_token, result=result)
 
 
 def cancel_action(*, action: Action, cancelled_by, reason: str = "", via: str = "api") -> Action:
@@ -424,7 +422,6 @@ def _finish(
     error: Exception | None = None,
     transient: bool = False,
     waiting: ActionWaiting | None = None,
-    after_success=None,
 ) -> str:
     now = timezone.now()
     error_text = f"{type(error).__name__}: {error}"[:MAX_ERROR_LENGTH] if error else ""
@@ -487,17 +484,12 @@ def _finish(
             )
             _tell_finished_listeners(action)
         publish_action(action)
-        if after_success is not None and action.status == ActionStatus.SUCCEEDED:
-            # Registered after the events, so they are queued for Redis before it runs.
-            transaction.on_commit(lambda: _follow_success(after_success, action), robust=True)
+        handler = get_action_handler(action.kind)
+        if action.status == ActionStatus.SUCCEEDED and handler and handler.after_success:
+            # Registered after the events, so they are queued for Redis before it runs; robust:
+            # a follow-up that fails is logged and changes nothing about the Action.
+            transaction.on_commit(lambda: handler.after_success(action), robust=True)
     return outcome
-
-
-def _follow_success(after_success, action: Action) -> None:
-    try:
-        after_success(action)
-    except Exception:
-        logger.exception("follow-up of Action %s (%s) failed", action.pk, action.kind)
 
 
 def _leave_for_the_sweeper(action_id: int) -> None:
