@@ -151,7 +151,12 @@ def test_scontrol_reboot_power_cycles_through_the_bmc_and_the_node_comes_back(
         assert action.result["boot_times"][name].startswith(node["BootTime"])
 
     # The power went through the portal: ForceOff then On per node, durable and succeeded.
+    # The RebootProgram's process records its "on" after its next BMC poll, which may come
+    # after slurmd is back and the reboot Action saw it: wait for those records, boundedly.
     power = Action.objects.filter(kind=POWER_ACTION, target__in=REBOOT_NODES)
+    deadline = time.monotonic() + 30
+    while power.filter(status=ActionStatus.RUNNING).exists() and time.monotonic() < deadline:
+        time.sleep(0.25)
     assert sorted((a.target, a.parameters["operation"], a.status) for a in power) == sorted(
         (name, operation, "succeeded") for name in REBOOT_NODES for operation in ("force_off", "on")
     )
