@@ -10,9 +10,11 @@ PORT ?= 8000
 TEST_DATABASE_URL ?= postgresql://postgres@127.0.0.1:5432/portal
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/1
 PYTEST_ARGS ?=
-# Two workers: much of the suite waits on real services (a 90 s websocket hold, a demo
-# starting, Prometheus scraping); tests sharing slurmctld run in one (tests/conftest.py).
-PYTEST_WORKERS ?= 2
+# Three workers on a two-core machine: much of the suite waits on real services (a 90 s
+# websocket hold, slurmctld's 60 s ResumeTimeout, a demo starting, Prometheus scraping), and a
+# third worker fills that wait. Measured on the CI machine, the suite minus chaos: 19:52 with
+# two, 15:46 with three (CPU 95% busy). Tests sharing slurmctld run in one (tests/conftest.py).
+PYTEST_WORKERS ?= 3
 
 .PHONY: demo test lint install install-test services browser image clean
 

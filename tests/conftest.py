@@ -12,7 +12,7 @@ from portal.models import Role, Tenant
 from portal.services.accounts import api_token_create, user_create
 
 # Tests that share the one Slurm controller, or stop a real service, run in one xdist worker,
-# one after another (`make test` runs two workers: tests/xdist_env.py).
+# one after another (`make test` runs three workers: tests/xdist_env.py).
 SERIAL_MARKERS = ("slurm", "chaos")
 
 

@@ -1,4 +1,4 @@
-"""A Redis database of its own for each pytest-xdist worker (`make test` runs two).
+"""A Redis database of its own for each pytest-xdist worker (`make test` runs three).
 
 Loaded with `-p tests.xdist_env` by `make test` (`python -m pytest` puts the checkout on the
 path), so it runs when pytest starts, before pytest-django sets Django up: REDIS_URL must be
@@ -17,7 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 
 def worker_redis_url(url: str, worker: str) -> str:
-    """REDIS_URL's database plus the worker's number: redis://host/1 -> /1 for gw0, /2 for gw1."""
+    """REDIS_URL's database plus the worker's number: redis://host/1 -> /1 for gw0, /3 for gw2."""
     parts = urlsplit(url)
     base = int(parts.path.strip("/") or 0)
     number = base + int(worker.removeprefix("gw"))

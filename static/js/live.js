@@ -46,7 +46,8 @@
     heardFromServer();              // a handshake that hangs counts as silence too
     ws.onopen = () => {
       clearTimeout(offlineTimer);
-      setState("live");
+      // "live" once the server confirms the subscription (onMessage), not at the open: an event
+      // published between the two would reach nobody while the page already claimed to be live.
       // After a gap we may have missed events: re-fetch the page once the subscription is back.
       // So too on the first connection of a page that shows something about to change (an
       // Action still queued or running, [data-live-resync-when-subscribed]): what changed
@@ -101,6 +102,7 @@
     try { msg = JSON.parse(text); } catch (err) { return; }
     if (msg.type === "hello") failures = 0;   // accepted, not just opened: now reset the backoff
     else if (msg.type === "subscribed") {
+      if (state !== "live") setState("live");
       if (msg.denied && msg.denied.length) console.warn("live: not allowed to follow", msg.denied);
       if (resyncPending) { resyncPending = false; resync(); }
     } else if (msg.type === "event" || msg.type === "events") {

@@ -168,3 +168,52 @@ def test_an_action_that_starts_waiting_reads_waiting_live(
     status.locator(".status-waiting[data-status=queued]").wait_for(timeout=10_000)
     assert status.inner_text().strip() == "waiting"
     assert page.locator("[data-field=progress]").inner_text() == "waiting (1)"
+
+
+
+@pytest.fixture
+def server_without_worker(settings):
+    from tests.conftest import PortalServerProcess
+
+    server = PortalServerProcess(settings.DATABASES["default"]["NAME"])
+    server.start()
+    yield server
+    server.stop()
+
+
+def test_the_page_says_live_only_once_the_server_confirms_its_subscription(
+    server_without_worker, browser_page, make_user
+):
+    """An event published between the socket's opening and the server's "subscribed" reaches
+    nobody: a page that said "live" at the opening (as it did) promised events it could miss,
+    and a test that published once the page said so raced the subscription. Here the
+    "subscribed" frame is held back between the server and the page, to show the page waits."""
+    page = browser_page
+    seen, held, routes = [], [], []
+
+    def between_page_and_server(route):
+        routes.append(route)
+        server = route.connect_to_server()
+
+        def from_server(message):
+            seen.append(json.loads(message).get("type"))
+            if seen[-1] == "subscribed" and not held:
+                held.append(message)
+            else:
+                route.send(message)
+
+        server.on_message(from_server)
+
+    page.route_web_socket("**/ws/", between_page_and_server)
+    log_in(page, server_without_worker, make_user(Role.OPERATOR).username)
+    for _ in range(150):  # the sync API dispatches the route's callbacks while it waits
+        if held:
+            break
+        page.wait_for_timeout(100)
+    assert held, f"no subscribed frame from the server; frames seen: {seen}"
+    assert "hello" in seen
+    page.wait_for_timeout(300)  # time for a page that acted on the open or the hello to do so
+    assert page.get_attribute("#live-indicator", "data-state") == "connecting"
+
+    routes[-1].send(held[0])
+    page.wait_for_selector("#live-indicator[data-state=live]", timeout=10_000)
