@@ -360,6 +360,15 @@ def portal_server(celery_worker_process, settings):
     server.stop()
 
 
+@pytest.fixture
+def portal_server_without_worker(settings):
+    """A running portal (HTTP + websockets) alone, for what needs no Action run."""
+    server = PortalServerProcess(settings.DATABASES["default"]["NAME"])
+    server.start()
+    yield server
+    server.stop()
+
+
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
 CHROMIUM_FLAGS = [
     "--headless",

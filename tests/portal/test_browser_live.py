@@ -170,19 +170,8 @@ def test_an_action_that_starts_waiting_reads_waiting_live(
     assert page.locator("[data-field=progress]").inner_text() == "waiting (1)"
 
 
-
-@pytest.fixture
-def server_without_worker(settings):
-    from tests.conftest import PortalServerProcess
-
-    server = PortalServerProcess(settings.DATABASES["default"]["NAME"])
-    server.start()
-    yield server
-    server.stop()
-
-
 def test_the_page_says_live_only_once_the_server_confirms_its_subscription(
-    server_without_worker, browser_page, make_user
+    portal_server_without_worker, browser_page, make_user
 ):
     """An event published between the socket's opening and the server's "subscribed" reaches
     nobody: a page that said "live" at the opening (as it did) promised events it could miss,
@@ -205,7 +194,7 @@ def test_the_page_says_live_only_once_the_server_confirms_its_subscription(
         server.on_message(from_server)
 
     page.route_web_socket("**/ws/", between_page_and_server)
-    log_in(page, server_without_worker, make_user(Role.OPERATOR).username)
+    log_in(page, portal_server_without_worker, make_user(Role.OPERATOR).username)
     for _ in range(150):  # the sync API dispatches the route's callbacks while it waits
         if held:
             break
