@@ -3,11 +3,14 @@ compared with a bare `scontrol update` in the same run.
 
     .venv/bin/python bench/slurm_actions.py [--iterations 30] [--keep-cluster]
 
-Portal path, per sample: jobs.services.request_drain() (Action row + audit + event, task sent on
-commit) -> Redis -> a real Celery worker -> the CLI driver (`scontrol -o show node` check, then
-`scontrol update`) -> slurmctld, until `sinfo` shows the node drained. Bare path: `scontrol
-update ... State=DRAIN` from this process, until `sinfo` shows the same. Both are detected by the
-same `sinfo` poll and alternate on the same nodes; after each sample the node is resumed by hand
+Portal path, per sample: jobs.services.request_drain() called in a process of the portal's
+own (as a web server calls it for an operator; the bench's `sinfo` polling shares no
+interpreter with it): Action row + audit + event, committed; then that process's Action runner
+claims the row and calls the CLI driver's `scontrol update` (issue 28: no broker hop for a
+drain), until `sinfo` shows the node drained. A real Celery worker runs beside it, as in
+production, for what follows the drain (the node-state sync). Bare path: `scontrol update ...
+State=DRAIN` from this process, until `sinfo` shows the same. Both are detected by the same
+`sinfo` poll and alternate on the same nodes; after each sample the node is resumed by hand
 and left to settle. Prints one JSON document (milliseconds).
 
 Needs root and MariaDB (scripts/slurm-up starts the cluster if it is not up, and this script
@@ -175,20 +178,17 @@ def run(iterations: int, warmup: int, rotation: int, slurm: Slurm) -> dict:
 
     call_command("migrate", verbosity=0)
     from inventory.models import Node
-    from jobs.services import request_drain
     from portal.celery import app
     from portal.models import Action, ActionStatus
 
     names = [f"gpu{i:03d}" for i in range(1, rotation + 1)]
-    nodes = {node.hostname: node for node in Node.objects.bulk_create(
-        [Node(hostname=name) for name in names]
-    )}  # fmt: skip
+    Node.objects.bulk_create([Node(hostname=name) for name in names])
     app.control.purge()
     connections.close_all()
     for name in names:
         slurm.restore(name)
 
-    worker = Worker()
+    worker, requester = Worker(), Requester()
     try:
         worker.wait_until_ready()
         portal, bare, actions = [], [], []
@@ -199,13 +199,11 @@ def run(iterations: int, warmup: int, rotation: int, slurm: Slurm) -> dict:
             holder = {}
 
             def through_portal(name=name, reason=reason, holder=holder):
-                holder["asked"] = time.time()
-                holder["action"], _ = request_drain(nodes=[nodes[name]], reason=reason)
-                holder["returned"] = time.time()
+                holder.update(requester.drain(name, reason))
 
             portal_ms = timed_drain(slurm, name, through_portal)
             seen = time.time()
-            action = holder["action"]
+            action = Action.objects.get(pk=holder["action"])
             deadline = time.monotonic() + SAMPLE_TIMEOUT_S
             while action.status != ActionStatus.SUCCEEDED and time.monotonic() < deadline:
                 time.sleep(0.01)
@@ -235,6 +233,7 @@ def run(iterations: int, warmup: int, rotation: int, slurm: Slurm) -> dict:
             stages["returned_to_claimed"].append((claimed - returned) * 1000)
             stages["claimed_to_seen"].append((seen_at - claimed) * 1000)
     finally:
+        requester.stop()
         worker.stop()
         connections.close_all()
     portal_stats, bare_stats = percentiles(portal), percentiles(bare)
@@ -252,7 +251,61 @@ def run(iterations: int, warmup: int, rotation: int, slurm: Slurm) -> dict:
     }
 
 
+class Requester:
+    """A process of the portal's own that calls request_drain() for this one, as a web server
+    does for an operator: what the portal does after the request (a drain run where it was
+    queued, its finish) shares no interpreter with this process's `sinfo` polling."""
+
+    def __init__(self):
+        self.process = subprocess.Popen(
+            [sys.executable, __file__, "--serve-drains"],
+            cwd=ROOT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+
+    def drain(self, name: str, reason: str) -> dict:
+        """{"action": id, "asked": t, "returned": t}: request_drain() called and returned."""
+        self.process.stdin.write(json.dumps({"node": name, "reason": reason}) + "\n")
+        self.process.stdin.flush()
+        answer = self.process.stdout.readline()
+        if not answer:
+            raise RuntimeError("the requesting process ended")
+        return json.loads(answer)
+
+    def stop(self) -> None:
+        self.process.stdin.close()  # it finishes what it runs and exits
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            stop_process_group(self.process, timeout=5)
+
+
+def serve_drains() -> None:
+    """The Requester's side: one JSON line in per drain, one out once request_drain() returned."""
+    import django
+
+    sys.path.insert(0, str(ROOT))
+    django.setup()
+    from inventory.models import Node
+    from jobs.services import request_drain
+
+    nodes = {node.hostname: node for node in Node.objects.all()}  # as a view has its node
+    for line in sys.stdin:
+        asked = json.loads(line)
+        started = time.time()
+        action, _ = request_drain(nodes=[nodes[asked["node"]]], reason=asked["reason"])
+        print(json.dumps({"action": action.pk, "asked": started, "returned": time.time()}),
+              flush=True)
+
+
 def main() -> None:
+    if sys.argv[1:] == ["--serve-drains"]:
+        serve_drains()
+        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--iterations", type=int, default=30, help="timed samples per path")
     parser.add_argument("--warmup", type=int, default=3, help="untimed samples first")

@@ -63,6 +63,7 @@ def _refresh_states_of_its_nodes(action) -> None:
 @register_action_handler(
     DRAIN_ACTION,
     lease_seconds=slurm_attempt_lease_seconds,
+    runs_where_queued=True,  # one scontrol call, bounded by SLURM_COMMAND_TIMEOUT
     description="Drain nodes in Slurm with the reason given.",
     max_attempts=SLURM_ACTION_MAX_ATTEMPTS,
     after_success=_refresh_states_of_its_nodes,
@@ -76,6 +77,7 @@ def drain_nodes(action) -> dict:
 @register_action_handler(
     RESUME_ACTION,
     lease_seconds=slurm_attempt_lease_seconds,
+    runs_where_queued=True,  # one scontrol call, bounded by SLURM_COMMAND_TIMEOUT
     description="Return drained nodes to service in Slurm.",
     max_attempts=SLURM_ACTION_MAX_ATTEMPTS,
     after_success=_refresh_states_of_its_nodes,

@@ -328,6 +328,12 @@ ACTION_RETRY_BASE_SECONDS = env_float(ENV, "ACTION_RETRY_BASE_SECONDS", 5.0)
 ACTION_RETRY_MAX_SECONDS = env_float(ENV, "ACTION_RETRY_MAX_SECONDS", 300.0)
 # A queued Action whose message has not been picked up after this long is sent again.
 ACTION_REQUEUE_AFTER_SECONDS = env_float(ENV, "ACTION_REQUEUE_AFTER_SECONDS", 120.0)
+# Threads of each process that queues Actions (web, worker) carrying out the quick ones it
+# queued (a drain, a resume) right after their commit, without the broker hop; 0: every Action
+# goes through the broker to a worker. Only with a broker: in-process mode runs them anyway.
+ACTION_RUNNER_THREADS = env_int(ENV, "ACTION_RUNNER_THREADS", 2)
+if ACTION_RUNNER_THREADS < 0:
+    raise ConfigurationError("ACTION_RUNNER_THREADS must be 0 (off) or more")
 # Extra handler modules to import (tests use it to register their own handlers in a worker).
 ACTION_HANDLER_MODULES = env_list(ENV, "ACTION_HANDLER_MODULES", [])
 

@@ -60,6 +60,18 @@ def end_stray_database_sessions(django_db_setup, django_db_blocker):
         )
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    """A drain or resume the test queued may be running on this process's Action runner
+    (portal/services/actions.py): it finishes, and the runner's connections close, before the
+    test's fixtures end (a transactional test's database is emptied then; a late write would
+    land in the next test's)."""
+    yield
+    from portal.services.actions import stop_action_runner
+
+    stop_action_runner()
+
+
 @pytest.fixture(autouse=True)
 def full_api_throttle_budgets():
     """Throttle budgets are per client address and every test client is 127.0.0.1 (or has no
@@ -265,6 +277,10 @@ def celery_worker_process(transactional_db, settings):
     from portal.celery import app
 
     app.control.purge()  # messages left by earlier tests refer to rows that no longer exist
+    # The test's Actions are the worker's to run, drains included: a test configures its worker
+    # (a Slurm driver, a cluster) as this process is not, so this process runs none of them
+    # where it queued them (tests/portal/test_actions_runner.py covers that).
+    settings.ACTION_RUNNER_THREADS = 0
     worker = CeleryWorkerProcess(settings.DATABASES["default"]["NAME"])
     yield worker
     worker.stop()

@@ -53,6 +53,11 @@ class ActionHandler:
     # Work that can follow the Action's success rather than hold it up: called with the Action
     # once its success is committed and its events are on their way (a drain's node-state sync).
     after_success: Callable[[Action], None] | None = None
+    # Quick enough to run in the process that queued it, right after the commit, rather than
+    # across the broker in a worker: one bounded call to a controller (a drain). The hop and
+    # the worker's claim were most of a drain's time. Workers still take what that process
+    # cannot (its runner busy, a retry, anything the sweeper re-sends).
+    runs_where_queued: bool = False
 
     def lease_for(self, action: Action) -> float:
         if callable(self.lease_seconds):
@@ -70,13 +75,15 @@ def register_action_handler(
     lease_seconds: float | Callable[[Action], float] = 300.0,
     max_attempts: int = 5,
     after_success: Callable[[Action], None] | None = None,
+    runs_where_queued: bool = False,
 ) -> Callable[[HandlerFunction], HandlerFunction]:
     def decorator(function: HandlerFunction) -> HandlerFunction:
         existing = _handlers.get(kind)
         if existing and existing.function is not function:
             raise ValueError(f"Action kind {kind!r} is already registered by {existing.function}")
         _handlers[kind] = ActionHandler(
-            kind, function, description, lease_seconds, max_attempts, after_success
+            kind, function, description, lease_seconds, max_attempts, after_success,
+            runs_where_queued,
         )
         return function
 

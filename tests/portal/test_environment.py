@@ -107,6 +107,7 @@ def test_redis_url_switches_broker_channel_layer_and_cache():
         ({"DEBUG": "perhaps"}, "DEBUG"),
         ({"REQUIRE_SECRET_KEY": "1"}, "SECRET_KEY must be set"),
         ({"ACTION_RETRY_BASE_SECONDS": "soon"}, "ACTION_RETRY_BASE_SECONDS"),
+        ({"ACTION_RUNNER_THREADS": "-1"}, "ACTION_RUNNER_THREADS"),
     ],
 )
 def test_bad_settings_stop_the_process_naming_the_variable(environ, named):
