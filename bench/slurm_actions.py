@@ -222,9 +222,9 @@ def run(iterations: int, warmup: int, rotation: int, slurm: Slurm) -> dict:
         queue_wait = [(a.started_at - a.created_at).total_seconds() * 1000 for a in rows]
         in_worker = [(a.finished_at - a.started_at).total_seconds() * 1000 for a in rows]
         attempts = sorted({a.attempts for a in rows})
-        # Where the portal's time goes, on one wall clock (this process and the worker share
-        # the host): the request's own call (row, audit, commit, send), the hop to a worker
-        # and its claim, then the driver until sinfo shows the drain.
+        # Where the portal's time goes, on one wall clock (this process and the requesting one
+        # share the host): the request's own call (row, audit, commit, the Action handed on),
+        # the runner's pickup and claim, then the driver until sinfo shows the drain.
         stages = {"request_call": [], "returned_to_claimed": [], "claimed_to_seen": []}
         for a in rows:
             asked, returned, seen_at = moments[a.pk]

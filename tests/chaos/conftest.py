@@ -20,6 +20,9 @@ def stack(transactional_db, settings):
     from portal.celery import app
 
     app.control.purge()  # messages of earlier tests name rows that no longer exist
+    # The Actions this process queues are the stack's to run (its workers', or its requesting
+    # process's): they carry the fault's environment, this process does not.
+    settings.ACTION_RUNNER_THREADS = 0
     processes = Stack(settings.DATABASES["default"]["NAME"], env={})
     yield processes
     processes.stop()

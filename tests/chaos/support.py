@@ -78,6 +78,54 @@ class CeleryBeatProcess:
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
+class RequestingProcess:
+    """A process of the portal that queues drains and, as a web server does, runs them itself
+    right after their commit (portal/services/actions.py, _ActionRunner); SIGKILLed by tests."""
+
+    SCRIPT = (
+        "import sys, time, django; django.setup()\n"
+        "from inventory.models import Node\n"
+        "from jobs.services import request_drain\n"
+        "for line in sys.stdin:\n"
+        "    name, reason = line.rstrip('\\n').split('\\t')\n"
+        "    action, _ = request_drain(nodes=[Node.objects.get(hostname=name)], reason=reason)\n"
+        "    print(action.pk, flush=True)\n"
+        "time.sleep(3600)\n"
+    )
+
+    def __init__(self, env: dict[str, str]):
+        self.log_path = Path(tempfile.mkstemp(prefix="requester-", suffix=".log")[1])
+        with self.log_path.open("w") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", self.SCRIPT],
+                cwd=REPO_ROOT,
+                env={**os.environ, "DJANGO_SETTINGS_MODULE": "portal.settings",
+                     "PYTHONUNBUFFERED": "1", "LOG_LEVEL": "INFO", **env},
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+                start_new_session=True,
+            )
+
+    def drain(self, node: str, reason: str) -> int:
+        """Queue a drain of `node` there; its Action's id once request_drain() returned."""
+        self.process.stdin.write(f"{node}\t{reason}\n")
+        self.process.stdin.flush()
+        answer = self.process.stdout.readline()
+        if not answer:
+            raise RuntimeError(f"the requesting process ended:\n{self.log()}")
+        return int(answer)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=10)
+
+
 @dataclass
 class Stack:
     """The deployment's processes for one test: web (daphne), worker, beat."""
@@ -87,6 +135,19 @@ class Stack:
     workers: list[CeleryWorkerProcess] = field(default_factory=list)
     server: PortalServerProcess | None = None
     beat: CeleryBeatProcess | None = None
+    requesters: list[RequestingProcess] = field(default_factory=list)
+
+    def start_requester(self) -> RequestingProcess:
+        from django.conf import settings
+
+        database = settings.DATABASES["default"]
+        requester = RequestingProcess({
+            "DATABASE_URL": (f"postgresql://{database['USER']}@{database['HOST']}:"
+                             f"{database['PORT']}/{self.database_name}"),
+            **self.env,
+        })
+        self.requesters.append(requester)
+        return requester
 
     def start_worker(self, name: str = "worker1") -> CeleryWorkerProcess:
         worker = CeleryWorkerProcess(self.database_name, extra_env=dict(self.env))
@@ -118,6 +179,8 @@ class Stack:
         return self.beat
 
     def stop(self) -> None:
+        for requester in self.requesters:
+            requester.kill()
         if self.beat:
             self.beat.stop()
         if self.server:

@@ -129,6 +129,38 @@ def test_worker_sigkilled_during_a_drain_drains_exactly_once(
     assert (result.done, result.lost, result.done_twice) == (1, 0, 0)
 
 
+def test_the_process_that_queued_a_drain_sigkilled_mid_drain_leaves_it_to_a_worker(
+    stack, fleet, real_slurm, lingering_scontrol
+):
+    """A drain runs in the process that queued it (a web server), not on a worker: that
+    process dying under it must lose nothing either. Its lease runs out and the sweeper hands
+    the Action to a worker, which drains again (idempotent) and records it once."""
+    stack.env.update({**cli_driver_env(real_slurm, str(lingering_scontrol)),
+                      "ACTION_SWEEP_INTERVAL": "1"})
+    requester = stack.start_requester()
+    action_id = requester.drain("gpu015", "chaos: requesting process killed mid-drain")
+    wait_for((lingering_scontrol / "applied").exists, 30, "scontrol update to be applied", 0.02)
+    requester.kill()
+    (lingering_scontrol / "linger").unlink()
+
+    action = Action.objects.get(pk=action_id)
+    assert action.status == ActionStatus.RUNNING  # claimed by a process that is gone
+    assert [outcome for outcome, _ in attempt_log(action)] == ["running"]
+    assert scontrol_updates(requester.log(), "gpu015") == 0  # it never saw scontrol return
+
+    worker = stack.start_worker("worker2")
+    stack.start_beat()
+    wait_for(lambda: Action.objects.get(pk=action.pk).status == ActionStatus.SUCCEEDED, 60,
+             "a worker to finish the drain")
+    attempts = attempt_log(action)
+    assert [outcome for outcome, _ in attempts] == ["abandoned", "succeeded"]
+    assert attempts[0][1].endswith("(where queued)") and attempts[1][1].startswith("worker2@")
+    assert sinfo_state_and_reason(real_slurm, "gpu015") == ("drain", action.reason)
+    assert scontrol_updates(worker.log(), "gpu015") == 1
+    result = tally("requesting process SIGKILLed during its drain", [action.pk])
+    assert (result.done, result.lost, result.done_twice) == (1, 0, 0)
+
+
 def dashboard_services(url: str, session_key: str) -> str:
     import urllib.request
 
