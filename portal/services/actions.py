@@ -554,8 +554,9 @@ def _claim_untouched(
     attempt = ActionAttempt(action=action, number=1, worker=worker[:200],
                             claim_token=claim_token, started_at=now)
     if connection.vendor == "postgresql":
-        # One statement, its own transaction: a transaction of a locked read, an update and an
-        # insert was 6 ms of a 30 ms drain on the CI machine; this is about 1.
+        # One statement, its own transaction: _claim's transaction (a locked read, an update,
+        # an insert, a read of the attempts for the event) took 6.6 ms in-process on the CI
+        # machine, this 2.3 with its events.
         taken = _take_untouched_in_one_statement(action, attempt, lease_expires_at, now)
     else:
         with transaction.atomic():
@@ -606,7 +607,7 @@ def _untouched_claim_sql() -> str:
         "error"))
     return (
         f"WITH taken AS (UPDATE {quote(Action._meta.db_table)} SET {a['status']} = %s, "  # noqa: S608 - names from the models' metadata only
-        f"{a['attempts']} = {a['attempts']} + 1, {a['claim_token']} = %s, "
+        f"{a['attempts']} = 1, {a['claim_token']} = %s, "
         f"{a['started_at']} = %s, {a['lease_expires_at']} = %s, {a['updated_at']} = %s "
         f"WHERE {a['id']} = %s AND {a['status']} = %s AND {a['started_at']} IS NULL "
         f"AND {a['not_before']} <= %s RETURNING {a['id']}) "
