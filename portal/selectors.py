@@ -26,14 +26,17 @@ def action_list(*, user) -> QuerySet[Action]:
     return Action.objects.select_related("requested_by")
 
 
+# An attempt as the Action page's table and its live event show it.
+ATTEMPT_ROW_FIELDS = ("number", "worker", "started_at", "finished_at", "outcome", "error")
+
+
 def action_attempt_rows(action: Action) -> list[dict]:
     """The attempts table of an Action's page, as its live event carries it: one query, at most
     max_attempts rows (a long wait reuses one row). Before the first claim there are none, and
     no query: every drain request publishes its queued Action."""
     if not action.attempts:
         return []
-    return list(action.attempt_log.order_by("number").values(
-        "number", "worker", "started_at", "finished_at", "outcome", "error"))
+    return list(action.attempt_log.order_by("number").values(*ATTEMPT_ROW_FIELDS))
 
 
 def action_counts_by_status() -> dict[str, int]:

@@ -49,7 +49,7 @@ from portal.errors import Conflict, InvalidInput
 from portal.models import Action, ActionAttempt, ActionStatus
 from portal.realtime import publish
 from portal.realtime.events import wait_until_published
-from portal.selectors import action_attempt_rows
+from portal.selectors import ATTEMPT_ROW_FIELDS, action_attempt_rows
 from portal.services.audit import record_change
 
 logger = logging.getLogger(__name__)
@@ -572,10 +572,9 @@ def _claim_untouched(
     action.status, action.attempts, action.claim_token = ActionStatus.RUNNING, 1, claim_token
     action.started_at = action.updated_at = now
     action.lease_expires_at = lease_expires_at
-    publish_action(action, attempt_log=[{
-        "number": 1, "worker": attempt.worker, "started_at": now, "finished_at": None,
-        "outcome": attempt.outcome, "error": "",
-    }])
+    # Its one attempt is the row just written: no read of the attempts for the event.
+    publish_action(action, attempt_log=[
+        {field: getattr(attempt, field) for field in ATTEMPT_ROW_FIELDS}])
     return action
 
 
