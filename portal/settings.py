@@ -349,7 +349,7 @@ SLURM_DRIVER = ENV.get("SLURM_DRIVER", "jobs.drivers.simulator.SimulatorDriver")
 SLURM_BIN_DIR = ENV.get("SLURM_BIN_DIR", "")
 SLURM_CONF = ENV.get("SLURM_CONF", "")
 SLURM_COMMAND_TIMEOUT = env_float(ENV, "SLURM_COMMAND_TIMEOUT", 30.0)
-# A drain or resume first checks that slurmctld knows every named node (an update naming an
+# A drain or resume of several nodes first checks that slurmctld knows each (an update naming an
 # unknown one still changes the others); a node it confirmed this recently is not checked again.
 SLURM_KNOWN_NODE_SECONDS = env_float(ENV, "SLURM_KNOWN_NODE_SECONDS", 60.0)
 # A reboot through Slurm (scontrol reboot ASAP) waits for the nodes' jobs, then for slurmd to

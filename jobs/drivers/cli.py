@@ -11,9 +11,11 @@
 Every command is an argv list run without a shell, with a timeout, SLURM_CONF from settings and
 TZ=UTC (sacct prints local times without a zone). Quirks of Slurm 22.05 handled here (measured,
 see SLURM-NOTES.md):
-- an update naming an unknown node still changes the known ones, so names are checked first
-  (a node slurmctld confirmed within SLURM_KNOWN_NODE_SECONDS is not asked about again)
-  and an unknown name rejects the whole request before anything changes;
+- an update naming an unknown node still changes the known ones, so the names of an update of
+  several nodes are checked first (a node slurmctld confirmed within SLURM_KNOWN_NODE_SECONDS is
+  not asked about again) and an unknown name rejects the whole request before anything changes;
+  an update of one unknown node changes nothing and says "Invalid node name specified", so one
+  node is not checked first: that refusal is reported as the check's would be;
 - RESUME exits 1 with "Invalid node state specified" when some named node was not drained (or
   has no slurmd) although the drains were cleared: success when no named node is still drained;
 - scontrol strips one leading and one trailing '"' from Reason=, so the reason is sent wrapped in
@@ -79,6 +81,7 @@ _UNREACHABLE = re.compile(
     re.IGNORECASE,
 )
 INVALID_NODE_STATE = "Invalid node state specified"
+INVALID_NODE_NAME = "Invalid node name specified"
 _NODE_NOT_FOUND = re.compile(r"^Node (\S+) not found$")
 _NODE_NAME = re.compile(r"(?:^|\s)NodeName=(\S+)")
 _NODE_STATE = re.compile(r"(?:^|\s)State=(\S+)")
@@ -181,7 +184,7 @@ class ScontrolDriver(SlurmDriver):
             "scontrol", "update", f"NodeName={hostlist}", "State=DRAIN", f'Reason="{reason}"'
         )
         if result.returncode != 0:
-            raise self._error(result)
+            raise self._update_error(names, result)
 
     def resume(self, names: Sequence[str]) -> None:
         hostlist = compress_hostlist(checked_node_names(names))
@@ -190,7 +193,7 @@ class ScontrolDriver(SlurmDriver):
         if result.returncode == 0:
             return
         if INVALID_NODE_STATE not in result.message:
-            raise self._error(result)
+            raise self._update_error(names, result)
         # Slurm 22.05 says this for every named node that was not drained (or has no slurmd)
         # but still clears the drains: what counts is whether any node is still drained.
         still_drained = sorted(
@@ -383,11 +386,25 @@ class ScontrolDriver(SlurmDriver):
         SLURM_KNOWN_NODE_SECONDS (by this check or a node sync) is not asked about again: the
         check doubled the commands of every drain, and slurmctld forgets a node only when it is
         reconfigured without it."""
+        if len(set(names)) == 1:
+            # Nothing else to change: an update of one unknown node is refused as a whole
+            # (_update_error says so as this check would). The check cost a drain from the web
+            # server a second command whenever its process had not seen the node lately.
+            return
         now = time.monotonic()
         window = float(settings.SLURM_KNOWN_NODE_SECONDS)
         if all(now - self._confirmed_at.get(name, -math.inf) < window for name in names):
             return
         self._node_flags(hostlist)
+
+    def _update_error(self, names: Sequence[str], result: CommandResult) -> SlurmError:
+        """An update's failure; for one node Slurm lacks, in the words of _require_known."""
+        if len(set(names)) == 1 and INVALID_NODE_NAME in result.message:
+            return SlurmRejected(
+                f"Slurm does not know node(s) {names[0]} ({result.message.strip()}); "
+                "nothing was changed"
+            )
+        return self._error(result)
 
     def _node_flags(self, hostlist: str) -> dict[str, set[str]]:
         """{name: state words} of the named nodes; SlurmRejected names those Slurm lacks."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from inventory.hostlist import compress_hostlist
 from jobs.drivers.base import SlurmRejected
 from jobs.drivers.cli import ScontrolDriver
 from jobs.drivers.slurmrestd import SlurmrestdDriver
@@ -89,15 +90,17 @@ def test_a_drain_of_nodes_slurm_just_confirmed_is_one_command(real_slurm, settin
     driver = ScontrolDriver(conf=real_slurm.conf, timeout=30)
     commands = _counting(driver)
     node, other = real_slurm.node_names()[-1], real_slurm.node_names()[-2]
+    hostlist = compress_hostlist([node, other])
     try:
-        driver.drain([node], "first drain checks the name")
+        driver.drain([node, other], "first drain checks the names")
         assert [command[:3] for command in commands] == [
-            ("scontrol", "-o", "show"), ("scontrol", "update", f"NodeName={node}")]
+            ("scontrol", "-o", "show"), ("scontrol", "update", f"NodeName={hostlist}")]
         commands.clear()
-        driver.resume([node])
-        driver.drain([node], "second drain is one command")
+        driver.resume([node, other])
+        driver.drain([other, node], "second drain is one command")
         assert [command[1] for command in commands] == ["update", "update"]
         assert sinfo_state_and_reason(real_slurm, node)[1] == "second drain is one command"
+        driver.resume([node, other])
 
         commands.clear()
         with pytest.raises(SlurmRejected, match="does not know node"):
@@ -107,7 +110,36 @@ def test_a_drain_of_nodes_slurm_just_confirmed_is_one_command(real_slurm, settin
 
         settings.SLURM_KNOWN_NODE_SECONDS = 0  # confirmed too long ago: asked again
         commands.clear()
-        driver.resume([node])
+        driver.resume([node, other])
         assert [command[1] for command in commands][:1] == ["-o"]
+    finally:
+        ScontrolDriver(conf=real_slurm.conf, timeout=30).resume([node, other])
+
+
+def test_a_drain_of_one_node_is_one_command_even_unconfirmed(real_slurm, settings):
+    """A web server's driver has rarely seen the node it drains (the node syncs confirm names in
+    the worker): one node is never checked first, since an update of one unknown node changes
+    nothing, and Slurm's refusal of it reads as the check's."""
+    from tests.jobs.slurm_fixtures import sinfo_state_and_reason
+
+    settings.SLURM_KNOWN_NODE_SECONDS = 0  # nothing counts as confirmed
+    driver = ScontrolDriver(conf=real_slurm.conf, timeout=30)
+    commands = _counting(driver)
+    node = real_slurm.node_names()[-3]
+    try:
+        driver.drain([node], "one node, one command")
+        driver.resume([node])
+        assert [command[:3] for command in commands] == [
+            ("scontrol", "update", f"NodeName={node}")] * 2
+        assert not sinfo_state_and_reason(real_slurm, node)[0].startswith("drain")
+
+        commands.clear()
+        for operation, args in ((driver.drain, ("typo",)), (driver.resume, ())):
+            with pytest.raises(SlurmRejected) as refused:
+                operation(["gpu-not-in-slurm"], *args)
+            assert str(refused.value) == (
+                "Slurm does not know node(s) gpu-not-in-slurm "
+                "(slurm_update error: Invalid node name specified); nothing was changed")
+        assert [command[1] for command in commands] == ["update", "update"]
     finally:
         ScontrolDriver(conf=real_slurm.conf, timeout=30).resume([node])
