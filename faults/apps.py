@@ -6,7 +6,11 @@ class FaultsConfig(AppConfig):
 
     def ready(self):
         from fabric.hooks import register_fabric_finding_listener, register_fabric_signal_listener
-        from faults.selectors import open_ticket_resume_blockers, validation_resume_blockers
+        from faults.selectors import (
+            action_touches_an_open_ticket,
+            open_ticket_resume_blockers,
+            validation_resume_blockers,
+        )
         from faults.services import intake, recovery, state_changes
         from inventory.ui_panels import register_node_panel
         from jobs import hooks
@@ -33,6 +37,8 @@ class FaultsConfig(AppConfig):
         register_node_panel("faults/_node_faults_panel.html")
         register_node_panel("faults/_node_report_event.html")
         # Steps taken anywhere for an open ticket's node or port join its timeline.
-        register_action_queued_listener(recovery.link_action_to_open_tickets)
+        register_action_queued_listener(recovery.link_action_to_open_tickets,
+                                        only_if=action_touches_an_open_ticket)
         # A validation job's result goes on its ticket when its Action ends.
-        register_action_finished_listener(recovery.record_validation_result)
+        register_action_finished_listener(recovery.record_validation_result,
+                                          only_if=recovery.is_a_validation)

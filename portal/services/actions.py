@@ -2,6 +2,8 @@
 
 The life of an Action (DESIGN.md section 3):
   enqueue_action()   row + audit + event in the caller's transaction; the task is sent on commit
+                     (a quick one this process has room for is claimed by it in that same
+                     transaction and run on its runner threads after the commit, _ActionRunner)
   run_action()       claim the row under a lock, call the handler outside any transaction,
                      record the outcome under the lock again
   sweep_stuck_actions()
@@ -13,13 +15,13 @@ from __future__ import annotations
 
 import atexit
 import copy
-import functools
 import logging
 import os
 import queue
 import random
 import socket
 import threading
+import time
 import uuid
 from contextlib import nullcontext
 from datetime import timedelta
@@ -62,19 +64,30 @@ EARLY_DELIVERY_TOLERANCE = timedelta(seconds=1)
 MAX_ERROR_LENGTH = 4000
 # Called with each new Action inside the transaction that queued it: the apps above the portal
 # follow what is done to what they watch (faults links a drain to the node's open ticket).
-_queued_listeners: list = []
+_queued_listeners: list[tuple] = []
 
 
-def register_action_queued_listener(listener) -> None:
+def register_action_queued_listener(listener, *, only_if=None) -> None:
     """`listener(action)` runs for each new Action, in a savepoint of the queuing transaction; a
-    listener that fails is logged and never stops the Action."""
-    if listener not in _queued_listeners:
-        _queued_listeners.append(listener)
+    listener that fails is logged and never stops the Action.
+
+    `only_if(action)`, when given, is one plain read run first, outside any savepoint: the
+    listener runs only when it says so. Every drain pays for its listeners before Slurm hears
+    of it, and a savepoint is two more round trips to the database; most Actions concern
+    nothing a listener follows (a drained node with no open ticket)."""
+    if (listener, only_if) not in _queued_listeners:
+        _queued_listeners.append((listener, only_if))
 
 
 def _tell_queued_listeners(action: Action) -> None:
-    for listener in list(_queued_listeners):
+    _tell(_queued_listeners, action)
+
+
+def _tell(listeners: list[tuple], action: Action) -> None:
+    for listener, only_if in list(listeners):
         try:
+            if only_if is not None and not only_if(action):
+                continue
             with transaction.atomic():
                 listener(action)
         except Exception:
@@ -84,23 +97,19 @@ def _tell_queued_listeners(action: Action) -> None:
 # Called with each Action that has just ended (succeeded or failed), inside the transaction
 # that records its end: faults records a validation job's result on its ticket, so the ticket
 # says it exactly when the Action does.
-_finished_listeners: list = []
+_finished_listeners: list[tuple] = []
 
 
-def register_action_finished_listener(listener) -> None:
+def register_action_finished_listener(listener, *, only_if=None) -> None:
     """`listener(action)` runs for each Action that ends, in a savepoint of the transaction that
-    ends it; a listener that fails is logged and never changes the Action's outcome."""
-    if listener not in _finished_listeners:
-        _finished_listeners.append(listener)
+    ends it; a listener that fails is logged and never changes the Action's outcome. `only_if`
+    as for register_action_queued_listener (a listener of one kind of Action says so there)."""
+    if (listener, only_if) not in _finished_listeners:
+        _finished_listeners.append((listener, only_if))
 
 
 def _tell_finished_listeners(action: Action) -> None:
-    for listener in list(_finished_listeners):
-        try:
-            with transaction.atomic():
-                listener(action)
-        except Exception:
-            logger.exception("Action listener %r failed on Action %s", listener, action.pk)
+    _tell(_finished_listeners, action)
 
 
 def enqueue_action(
@@ -131,6 +140,10 @@ def enqueue_action(
         raise InvalidInput({"idempotency_key": ["Use 1 to 128 characters."]})
 
     scope = idempotency_scope(requested_by)
+    # Claimed by this process as it is written, when it will run here: no claim of its own
+    # between the commit and the handler (on PostgreSQL here that was one more committed
+    # statement, 2-3 ms, on the path of every drain).
+    runner = _runner_with_room(handler)
     with transaction.atomic():
         if idempotency_key:
             existing = Action.objects.filter(
@@ -142,7 +155,7 @@ def enqueue_action(
             # A savepoint, so a racing duplicate key must not doom the caller; without a key
             # there is nothing to race, and no savepoint to pay on every drain request.
             with transaction.atomic() if idempotency_key else nullcontext():
-                action = Action.objects.create(
+                action = Action(
                     kind=kind,
                     target=target.strip(),
                     parameters=parameters or {},
@@ -153,6 +166,11 @@ def enqueue_action(
                     max_attempts=handler.max_attempts,
                     not_before=timezone.now(),
                 )
+                attempt = _claimed_as_written(action, handler, runner) if runner else None
+                action.save(force_insert=True)
+                if attempt is not None:
+                    attempt.action = action
+                    attempt.save(force_insert=True)
         except IntegrityError:
             existing = Action.objects.get(idempotency_scope=scope, idempotency_key=idempotency_key)
             return _same_request_or_conflict(existing, kind, target), False
@@ -165,7 +183,15 @@ def enqueue_action(
             via=via,
         )
         _tell_queued_listeners(action)
-        if settings.CELERY_TASK_ALWAYS_EAGER:
+        if attempt is not None:
+            # Browsers hear it running at once; its runner's "succeeded" follows through the
+            # same ordered publisher, so it cannot be overtaken.
+            publish_action(action, attempt_log=[
+                {field: getattr(attempt, field) for field in ATTEMPT_ROW_FIELDS}])
+            claimed = copy.copy(action)  # the caller goes on with its own (a response shows it)
+            transaction.on_commit(
+                lambda: runner.run_claimed(claimed, handler, attempt.claim_token))
+        elif settings.CELERY_TASK_ALWAYS_EAGER:
             # In-process tasks (the embedded default) run to the end inside the send: "queued"
             # must be published before it, or browsers hear queued after succeeded and keep it.
             publish_action(action)
@@ -175,8 +201,32 @@ def enqueue_action(
             # thread, and a worker's "running" (another process) must not overtake it, or
             # browsers keep showing a running Action as queued.
             publish_action(action)
-            transaction.on_commit(lambda: _run_here_or_send(action, handler))
+            transaction.on_commit(lambda: _send_after_published_events(action.pk))
     return action, True
+
+
+def _runner_with_room(handler: ActionHandler) -> _ActionRunner | None:
+    """This process's runner, when the Action is a quick one it should carry out itself: with
+    a broker (in-process tasks run in the request anyway), runner threads, and room on them."""
+    if (not handler.runs_where_queued or settings.ACTION_RUNNER_THREADS <= 0
+            or settings.CELERY_TASK_ALWAYS_EAGER):
+        return None
+    runner = _action_runner()
+    return runner if runner.has_room() else None
+
+
+def _claimed_as_written(action: Action, handler: ActionHandler,
+                        runner: _ActionRunner) -> ActionAttempt:
+    """Make the unsaved `action` running under a claim of `runner`'s, with its first attempt
+    (unsaved) as _claim records one. Committed with the request: if this process dies before
+    or during the run, the lease runs out and the sweeper re-sends it as for any lost worker."""
+    now = action.not_before
+    claim_token = uuid.uuid4().hex
+    action.status, action.attempts, action.claim_token = ActionStatus.RUNNING, 1, claim_token
+    action.started_at = now
+    action.lease_expires_at = now + timedelta(seconds=handler.lease_for(action))
+    return ActionAttempt(number=1, worker=runner.worker[:200], claim_token=claim_token,
+                         started_at=now)
 
 
 def run_action(*, action_id: int, worker: str = "") -> str:
@@ -187,18 +237,6 @@ def run_action(*, action_id: int, worker: str = "") -> str:
         return claimed
     action, handler = claimed
     return _carry_out(action, handler, claim_token)
-
-
-def run_queued_here(action: Action, handler: ActionHandler, *, worker: str) -> str:
-    """run_action for an Action this process has just queued and committed, with its row in
-    hand: claimed by one UPDATE of the still untouched row, not a locked read. If anything got
-    to the row first (a cancel, the sweeper's copy), the full claim decides, as for any
-    delivery."""
-    claim_token = uuid.uuid4().hex
-    claimed = _reconnecting_once(_claim_untouched, action, handler, claim_token, worker)
-    if claimed is None:
-        return run_action(action_id=action.pk, worker=worker)
-    return _carry_out(claimed, handler, claim_token)
 
 
 def _carry_out(action: Action, handler: ActionHandler, claim_token: str) -> str:
@@ -304,28 +342,19 @@ def _send_after_published_events(action_id: int) -> None:
     send_action_task(action_id)
 
 
-def _run_here_or_send(action: Action, handler: ActionHandler) -> None:
-    """After the queuing commit: a quick handler's Action runs on this process's runner when it
-    has room; anything else goes to a worker through the broker."""
-    # A copy to run: the caller goes on with its own instance (a response shows it queued).
-    if (handler.runs_where_queued and settings.ACTION_RUNNER_THREADS > 0
-            and _action_runner().try_run(copy.copy(action), handler)):
-        return
-    _send_after_published_events(action.pk)
-
-
 class _ActionRunner:
     """A few threads of a process that queues Actions, carrying out the quick ones it queued
     (ActionHandler.runs_where_queued) right after their commit.
 
     A drain through the broker spent more in the hop (waiting for its "queued" event to leave,
     the send, Redis, the worker's pickup, its locked claim) than in `scontrol update` itself.
-    Here none of that: the claim is one UPDATE, and the "queued" event cannot be overtaken by
-    "running", both leaving through this process's one ordered publisher. Nothing is less
-    durable: the row was committed first, so an Action this process dies before claiming, or
-    while running, is re-sent by the sweeper as a lost message or an expired lease would be.
-    Each thread keeps its database connection between Actions, as a worker does
-    (close_old_connections honours CONN_MAX_AGE); `stop` closes them.
+    Here none of that: the request wrote the Action already claimed by this process
+    (_claimed_as_written), and its events cannot overtake each other, all leaving through this
+    process's one ordered publisher. Nothing is less durable: the row was committed first, so
+    an Action this process dies before or while running is re-sent by the sweeper once its
+    lease runs out, as for a worker that died. Each thread keeps its database connection
+    between Actions, as a worker does (close_old_connections honours CONN_MAX_AGE); `stop`
+    closes them.
     """
 
     def __init__(self, threads: int) -> None:
@@ -333,7 +362,9 @@ class _ActionRunner:
         self.jobs: queue.Queue = queue.Queue()
         # Room for one Action running and one waiting per thread; past that a burst (a rack's
         # drains one by one) goes to the workers rather than queueing here behind Slurm.
-        self.room = threading.BoundedSemaphore(2 * threads)
+        self.room = 2 * threads
+        self.taken = 0
+        self.lock = threading.Lock()
         self.worker = f"{socket.gethostname()} pid {self.pid} (where queued)"
         self.threads = [
             threading.Thread(target=self._run_each, name=f"action-runner-{number}", daemon=True)
@@ -342,11 +373,20 @@ class _ActionRunner:
         for thread in self.threads:
             thread.start()
 
-    def try_run(self, action: Action, handler: ActionHandler) -> bool:
-        if not self.room.acquire(blocking=False):
-            return False
-        self.jobs.put((action, handler))
-        return True
+    def has_room(self) -> bool:
+        """A look, not a reservation, so a request that rolls back holds nothing: two requests
+        may both see the last place, and both still run here, one a little later."""
+        return self.taken < self.room
+
+    def run_claimed(self, action: Action, handler: ActionHandler, claim_token: str) -> None:
+        with self.lock:
+            self.taken += 1
+        self.jobs.put((action, handler, claim_token))
+        # Let a runner thread take the GIL now: the request's thread goes on to render its
+        # response, and a waiting thread would get the GIL only after the 5 ms switch
+        # interval. In-process, with 15 ms of response after the commit, `scontrol update`
+        # started 12.2 ms after the request began without this, 5.6-7.3 with it.
+        time.sleep(0)
 
     def stop(self, timeout: float) -> None:
         """Let queued Actions finish, then end the threads and close their connections."""
@@ -358,16 +398,17 @@ class _ActionRunner:
     def _run_each(self) -> None:
         try:
             while (job := self.jobs.get()) is not None:
-                action, handler = job
+                action, handler, claim_token = job
                 try:
                     close_old_connections()
-                    run_queued_here(action, handler, worker=self.worker)
+                    _carry_out(action, handler, claim_token)
                 except Exception:
-                    # The row is durable: whatever this left queued or running, the sweeper
-                    # re-sends once it looks lost.
+                    # The row is durable: whatever this left running, the sweeper re-sends
+                    # once its lease runs out.
                     logger.exception("Action %s could not be run where it was queued", action.pk)
                 finally:
-                    self.room.release()
+                    with self.lock:
+                        self.taken -= 1
         finally:
             connections.close_all()
 
@@ -543,78 +584,6 @@ def _claim(action_id: int, claim_token: str, worker: str) -> tuple[Action, Actio
     return action, handler
 
 
-def _claim_untouched(
-    action: Action, handler: ActionHandler, claim_token: str, worker: str
-) -> Action | None:
-    """_claim's first claim of a due Action: the row is taken only while it is still queued and
-    never claimed, which is all the locked read of _claim would find out about it. None when
-    it is not (any longer)."""
-    now = timezone.now()
-    lease_expires_at = now + timedelta(seconds=handler.lease_for(action))
-    attempt = ActionAttempt(action=action, number=1, worker=worker[:200],
-                            claim_token=claim_token, started_at=now)
-    if connection.vendor == "postgresql":
-        # One statement, its own transaction: _claim's transaction (a locked read, an update,
-        # an insert, a read of the attempts for the event) took 6.6 ms in-process on the CI
-        # machine, this 2.3 with its events.
-        taken = _take_untouched_in_one_statement(action, attempt, lease_expires_at, now)
-    else:
-        with transaction.atomic():
-            taken = Action.objects.filter(
-                pk=action.pk, status=ActionStatus.QUEUED, started_at__isnull=True,
-                not_before__lte=now + EARLY_DELIVERY_TOLERANCE,
-            ).update(status=ActionStatus.RUNNING, attempts=1, claim_token=claim_token,
-                     started_at=now, lease_expires_at=lease_expires_at, updated_at=now)
-            if taken:
-                attempt.save(force_insert=True)
-    if not taken:
-        return None
-    action.status, action.attempts, action.claim_token = ActionStatus.RUNNING, 1, claim_token
-    action.started_at = action.updated_at = now
-    action.lease_expires_at = lease_expires_at
-    # Its one attempt is the row just written: no read of the attempts for the event.
-    publish_action(action, attempt_log=[
-        {field: getattr(attempt, field) for field in ATTEMPT_ROW_FIELDS}])
-    return action
-
-
-def _take_untouched_in_one_statement(action, attempt, lease_expires_at, now) -> bool:
-    """The UPDATE of _claim_untouched and its attempt's INSERT as one PostgreSQL statement."""
-    with connection.cursor() as cursor:
-        cursor.execute(_untouched_claim_sql(), [
-            ActionStatus.RUNNING, attempt.claim_token, now, lease_expires_at, now,
-            action.pk, ActionStatus.QUEUED, now + EARLY_DELIVERY_TOLERANCE,
-            attempt.number, attempt.worker, attempt.claim_token, now, attempt.outcome,
-            attempt.error,
-        ])
-        return cursor.rowcount == 1
-
-
-@functools.cache
-def _untouched_claim_sql() -> str:
-    """Written once, from the models' own table and column names."""
-    quote = connection.ops.quote_name
-
-    def column(model, name: str) -> str:
-        return quote(model._meta.get_field(name).column)
-
-    a = {name: column(Action, name) for name in (
-        "id", "status", "attempts", "claim_token", "started_at", "lease_expires_at",
-        "updated_at", "not_before")}
-    inserted = ", ".join(column(ActionAttempt, name) for name in (
-        "action", "number", "worker", "claim_token", "started_at", "finished_at", "outcome",
-        "error"))
-    return (
-        f"WITH taken AS (UPDATE {quote(Action._meta.db_table)} SET {a['status']} = %s, "  # noqa: S608 - names from the models' metadata only
-        f"{a['attempts']} = 1, {a['claim_token']} = %s, "
-        f"{a['started_at']} = %s, {a['lease_expires_at']} = %s, {a['updated_at']} = %s "
-        f"WHERE {a['id']} = %s AND {a['status']} = %s AND {a['started_at']} IS NULL "
-        f"AND {a['not_before']} <= %s RETURNING {a['id']}) "
-        f"INSERT INTO {quote(ActionAttempt._meta.db_table)} ({inserted}) "
-        f"SELECT {a['id']}, %s, %s, %s, %s, NULL, %s, %s FROM taken"
-    )
-
-
 def _finish(
     action_id: int,
     claim_token: str,
@@ -684,7 +653,10 @@ def _finish(
                 via="worker",
             )
             _tell_finished_listeners(action)
-        publish_action(action)
+        # A first attempt's row is the one in hand: no read of the attempts for the event.
+        publish_action(action, attempt_log=[
+            {field: getattr(attempt, field) for field in ATTEMPT_ROW_FIELDS}
+        ] if attempt.number == 1 else None)
         handler = get_action_handler(action.kind)
         if action.status == ActionStatus.SUCCEEDED and handler and handler.after_success:
             # Registered after the events, so they are queued for Redis before it runs; robust:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from faults.models import FaultTicket, Source, TimelineKind
 from faults.services import intake
@@ -152,6 +154,28 @@ def test_a_drain_from_elsewhere_is_linked_to_the_open_ticket_of_its_node(fleet, 
     policy_drains = ticket.timeline.filter(action__kind="slurm.drain",
                                            action__reason__startswith=ticket.reference)
     assert [entry.kind for entry in policy_drains] == [TimelineKind.AUTOMATIC]
+
+
+def test_a_drain_of_nodes_without_an_open_ticket_asks_once_and_opens_no_savepoint(
+    fleet, make_user
+):
+    """Issue 28: every drain asks whether its nodes have an open ticket before Slurm hears of
+    it; the usual no is one read, with no savepoint (two round trips) around it."""
+    operator = make_user(Role.OPERATOR)
+    nodes = list(Node.objects.filter(hostname__in=["gpu002", "gpu003"]))
+    with CaptureQueriesContext(connection) as queries:
+        request_drain(nodes=nodes, reason="kernel update", requested_by=operator)
+    statements = [query["sql"] for query in queries.captured_queries]
+    # The one savepoint is the request's own transaction, nested in the test's.
+    assert len([sql for sql in statements if sql.startswith("SAVEPOINT")]) == 1, statements
+    assert len([sql for sql in statements if "faults_faultticket" in sql]) == 1
+    # A node with one answers yes to that read, and its ticket is linked in a savepoint.
+    ticket = xid_ticket()
+    with CaptureQueriesContext(connection) as queries:
+        action, _ = request_drain(nodes=[ticket.node], reason="xid", requested_by=operator)
+    statements = [query["sql"] for query in queries.captured_queries]
+    assert len([sql for sql in statements if sql.startswith("SAVEPOINT")]) == 2, statements
+    assert ticket.timeline.filter(kind=TimelineKind.LINKED, action=action).exists()
 
 
 def test_a_port_step_from_the_switch_page_is_linked_to_the_port_ticket(fleet, make_user):

@@ -22,6 +22,14 @@ DRAIN_URL = "/api/jobs/nodes/drain"
 RESUME_URL = "/api/jobs/nodes/resume"
 
 
+@pytest.fixture(autouse=True)
+def through_a_worker(settings):
+    """These tests play the worker's part by hand (run_action on the queued Action): the
+    request process does not claim a drain for its own runner here (tests/portal/
+    test_actions_runner.py covers that path)."""
+    settings.ACTION_RUNNER_THREADS = 0
+
+
 @pytest.fixture
 def nodes(db):
     return [Node.objects.create(hostname=f"gpu{number:03d}") for number in range(1, 21)]
