@@ -79,10 +79,6 @@ def register_action_queued_listener(listener, *, only_if=None) -> None:
         _queued_listeners.append((listener, only_if))
 
 
-def _tell_queued_listeners(action: Action) -> None:
-    _tell(_queued_listeners, action)
-
-
 def _tell(listeners: list[tuple], action: Action) -> None:
     for listener, only_if in list(listeners):
         try:
@@ -107,9 +103,6 @@ def register_action_finished_listener(listener, *, only_if=None) -> None:
     if (listener, only_if) not in _finished_listeners:
         _finished_listeners.append((listener, only_if))
 
-
-def _tell_finished_listeners(action: Action) -> None:
-    _tell(_finished_listeners, action)
 
 
 def enqueue_action(
@@ -182,12 +175,11 @@ def enqueue_action(
             note=f"requested: {reason}",
             via=via,
         )
-        _tell_queued_listeners(action)
+        _tell(_queued_listeners, action)
         if attempt is not None:
             # Browsers hear it running at once; its runner's "succeeded" follows through the
             # same ordered publisher, so it cannot be overtaken.
-            publish_action(action, attempt_log=[
-                {field: getattr(attempt, field) for field in ATTEMPT_ROW_FIELDS}])
+            publish_action(action, attempt_log=[_attempt_row(attempt)])
             claimed = copy.copy(action)  # the caller goes on with its own (a response shows it)
             transaction.on_commit(
                 lambda: runner.run_claimed(claimed, handler, attempt.claim_token))
@@ -464,6 +456,11 @@ def action_summary(action: Action) -> dict:
     }
 
 
+def _attempt_row(attempt: ActionAttempt) -> dict:
+    """An attempt in hand as action_attempt_rows reads one, for an event that needs no read."""
+    return {field: getattr(attempt, field) for field in ATTEMPT_ROW_FIELDS}
+
+
 def publish_action(action: Action, *, attempt_log: list[dict] | None = None) -> None:
     """Tell the Action list and the Action's page. `attempt_log`: its attempts' rows when the
     caller has them (otherwise read, as action_attempt_rows gives them)."""
@@ -652,11 +649,10 @@ def _finish(
                 note=outcome,
                 via="worker",
             )
-            _tell_finished_listeners(action)
+            _tell(_finished_listeners, action)
         # A first attempt's row is the one in hand: no read of the attempts for the event.
-        publish_action(action, attempt_log=[
-            {field: getattr(attempt, field) for field in ATTEMPT_ROW_FIELDS}
-        ] if attempt.number == 1 else None)
+        publish_action(action, attempt_log=[_attempt_row(attempt)] if attempt.number == 1
+                       else None)
         handler = get_action_handler(action.kind)
         if action.status == ActionStatus.SUCCEEDED and handler and handler.after_success:
             # Registered after the events, so they are queued for Redis before it runs; robust:
@@ -695,5 +691,5 @@ def _mark_failed(action: Action, message: str, now) -> None:
         note=f"failed: {message}",
         via="worker",
     )
-    _tell_finished_listeners(action)
+    _tell(_finished_listeners, action)
     publish_action(action)
