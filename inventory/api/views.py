@@ -23,7 +23,7 @@ from inventory.api import serializers as inventory_serializers
 from inventory.api.bulk import with_bulk_writes
 from inventory.api.errors import integrity_error_fields
 from inventory.api.ordering import NaturalOrderingFilter
-from inventory.api.pagination import InventoryCursorPagination
+from inventory.api.pagination import InventoryCursorPagination, NicRowsCursorPagination
 from inventory.api.parsers import TextYAMLParser, YAMLParser
 from inventory.api.prefetch import related_paths
 from inventory.bmc.boot import request_boot_override
@@ -278,6 +278,8 @@ class NICViewSet(CursorPaginatedMixin, InventoryViewSet):
     filterset_class = filtersets.NICFilterSet
     search_fields = ["device", "netdev", "mac", "serial", "node__hostname"]
     ordering_fields = ["id", "rail", "device"]
+    natural_ordering = {"rail": fast_lists.RAIL_ORDER}  # never NULL, as a cursor needs
+    pagination_class = NicRowsCursorPagination  # its cursors read fast_lists.NIC_ROW
     # The fabric behind a NIC (leafs, spines) is not part of a tenant's slice (see selectors).
     action_capabilities = {"cable_trace": "read_fabric"}
 
@@ -285,15 +287,16 @@ class NICViewSet(CursorPaginatedMixin, InventoryViewSet):
         if self.action == "cable_trace":
             return selectors.nic_list(user=user)  # the trace reads the cables itself
         # Hand-added prefetch (two queries per page): the serializer's `link` reads each NIC's
-        # active cable and far end from it.
-        return selectors.nic_list_with_links(user=user)
+        # active cable and far end from it (the list reads them as plain rows instead).
+        nics = selectors.nic_list_with_links(user=user)
+        return fast_lists.with_rail_order(nics) if self.action == "list" else nics
 
     def list(self, request, *args, **kwargs):
         # Rows from plain values written as JSON text (fast_lists): the same representation as the
         # serializer's, at a fraction of the cost for pages of up to 1,000 NICs.
         queryset = self.filter_queryset(self.get_queryset())
         with joins_as_written():  # seven tables, planned longer than they take to read
-            page = self.paginate_queryset(fast_lists.nic_values(queryset))
+            page = self.paginate_queryset(fast_lists.nic_rows(queryset))
         return self.get_paginated_response(fast_lists.nic_page_json(page, request))
 
     @extend_schema(
