@@ -18,7 +18,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from json.encoder import encode_basestring as _json_string  # json.dumps's own, in C
 
-from django.db.models import F, FilteredRelation, Q, QuerySet, TextField, Value
+from django.db.models import (
+    F,
+    FilteredRelation,
+    Q,
+    QuerySet,
+    SmallIntegerField,
+    TextField,
+    Value,
+)
 from django.db.models.functions import Cast, Coalesce
 from django.urls import reverse
 from django.utils import timezone
@@ -154,8 +162,10 @@ def _nullable_string(value: str | None) -> str:
 
 
 def with_rail_order(queryset: QuerySet[NIC]) -> QuerySet[NIC]:
-    """The NICs with their RAIL_ORDER, for an ordering (and a cursor) by rail."""
-    return queryset.annotate(**{RAIL_ORDER: Coalesce("rail", Value(-1))})
+    """The NICs with their RAIL_ORDER, for an ordering (and a cursor) by rail. A signed column:
+    as the rail's own (positive) type, Django answers `rail_order = -1` with no rows unasked."""
+    key = Coalesce("rail", Value(-1), output_field=SmallIntegerField())
+    return queryset.annotate(**{RAIL_ORDER: key})
 
 
 def nic_rows(queryset: QuerySet[NIC]) -> QuerySet:

@@ -65,6 +65,8 @@ class InventoryViewSet(SelectorQuerysetMixin, AuditedModelMixin, viewsets.ModelV
     filter_backends = [DjangoFilterBackend, SearchFilter, NaturalOrderingFilter]
     # {name field: its stored natural sort key}; the default order is the models' Meta.ordering.
     natural_ordering: dict[str, str] = {}
+    # {nullable field: an annotated key of it that is never NULL, sorted by in its place}
+    ordering_replaced_by: dict[str, str] = {}
 
     def get_queryset(self):
         queryset = super().get_queryset()
@@ -278,7 +280,7 @@ class NICViewSet(CursorPaginatedMixin, InventoryViewSet):
     filterset_class = filtersets.NICFilterSet
     search_fields = ["device", "netdev", "mac", "serial", "node__hostname"]
     ordering_fields = ["id", "rail", "device"]
-    natural_ordering = {"rail": fast_lists.RAIL_ORDER}  # never NULL, as a cursor needs
+    ordering_replaced_by = {"rail": fast_lists.RAIL_ORDER}  # never NULL, as a cursor needs
     pagination_class = NicRowsCursorPagination  # its cursors read fast_lists.NIC_ROW
     # The fabric behind a NIC (leafs, spines) is not part of a tenant's slice (see selectors).
     action_capabilities = {"cable_trace": "read_fabric"}

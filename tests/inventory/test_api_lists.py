@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from inventory.models import GPU, NIC, Cable, CableStatus, Node
+from inventory.models import GPU, NIC, Cable, CableStatus, Node, SwitchPort
 from tests.inventory.api_helpers import API, allocate, nic, results
 
 pytestmark = pytest.mark.django_db
@@ -262,29 +262,63 @@ def test_nic_list_rows_are_exactly_what_the_serializer_shows(sakuraone, operator
         ("nics", NIC, "-rail"),
         ("nics", NIC, "device"),
         ("gpus", GPU, "-index"),
+        ("cables", Cable, "status"),
+        ("ports", SwitchPort, "-name"),
     ],
 )
 def test_pages_walked_by_a_shared_column_hold_every_row_once(
     sakuraone, operator_api, resource, model, ordering
 ):
     """Walking cursor pages of 97 by a column many rows share (a NIC's rail or device, a GPU's
-    index) must reach every row once, in that column's order: without the id
-    to break ties, rows tied in no set order skipped some and repeated others. The NIC list's
-    rows are plain tuples (api.fast_lists), its cursors read from their places. A NIC off the
-    rails has no rail: a cursor on such a row was a 500 (DRF filtered `rail__lt="None"`); they
-    sort as below rail 0."""
+    index, a cable's status) must reach every row once, in that column's order, and walking
+    back by the previous links from the last page must meet the same pages. Without the id to
+    break ties, rows tied in no set order skipped some and repeated others; with DRF's cursor
+    (one column's value and an OFFSET capped at 1,000), the 1,500 connected cables gave the same
+    page again and again. The NIC list's rows are plain tuples (api.fast_lists), its cursors
+    read from their places. A NIC off the rails has no rail: a cursor on such a row was a 500
+    (DRF filtered `rail__lt="None"`); they sort as below rail 0."""
     field = ordering.lstrip("-")
-    listed, url, params = [], f"{API}/{resource}/", {"page_size": 97, "ordering": ordering}
-    while url:
+    pages, url, params = [], f"{API}/{resource}/", {"page_size": 97, "ordering": ordering}
+    while url and len(pages) <= model.objects.count() // 97 + 1:
         response = operator_api.get(url, params)
         assert response.status_code == 200, response.content[:500]
-        listed += response.json()["results"]
-        url, params = response.json()["next"], None
+        body = response.json()
+        pages.append(body["results"])
+        url, params, previous = body["next"], None, body["previous"]
+    listed = [row for page in pages for row in page]
     assert sorted(row["id"] for row in listed) == sorted(model.objects.values_list("pk", flat=True))
-    values = [-1 if row[field] is None else row[field] for row in listed]
-    assert values == sorted(values, reverse=ordering.startswith("-"))
+    if field == "name":  # natural order (Ethernet8 before Ethernet16), by the stored key
+        keys = dict(SwitchPort.objects.values_list("pk", "name_sort_key"))
+        values = [keys[row["id"]] for row in listed]
+        assert values == list(
+            SwitchPort.objects.order_by("-name_sort_key").values_list("name_sort_key", flat=True)
+        )
+    else:
+        values = [-1 if row[field] is None else row[field] for row in listed]
+        assert values == sorted(values, reverse=ordering.startswith("-"))
     if field == "rail":
         assert -1 in values
+    back = []
+    while previous:
+        body = operator_api.get(previous).json()
+        back.insert(0, body["results"])
+        previous = body["previous"]
+    assert back == pages[:-1]
+
+
+@pytest.mark.parametrize(
+    "cursor",
+    [
+        "not base64 at all!",
+        "W3RydWUsWyJhYmMiXV0",  # [true,["abc"]]: one value for two columns, and a string
+        "W2ZhbHNlLFsieCIsMV1d",  # [false,["x",1]]: a string where the id goes
+        "W2ZhbHNlLFtudWxsLDFdXQ",  # [false,[null,1]]
+    ],
+)
+def test_a_cursor_the_list_did_not_write_is_a_404(sakuraone, operator_api, cursor):
+    response = operator_api.get(f"{API}/gpus/", {"ordering": "index", "cursor": cursor})
+    assert response.status_code == 404, response.content[:300]
+    assert response.json()["detail"] == "Invalid cursor"
 
 
 @pytest.mark.parametrize("zone", ["UTC", "Asia/Tokyo"])
