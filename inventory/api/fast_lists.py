@@ -207,8 +207,12 @@ def nic_page_json(rows: Iterable[tuple], request) -> EncodedJSONArray:
         name: _url_parts(request, name)
         for name in ("nic", "node", "gpu", "cable", "port", "switch")
     }
-    far_ports = _far_ports_json(_far_end_ids(rows, "port"), urls)
-    far_nics = _far_nics_json(_far_end_ids(rows, "nic"), urls)
+    far_ports = _far_ends_json(
+        SwitchPort, _far_end_ids(rows, "port"), urls, kind="port", name="name", parent="switch"
+    )
+    far_nics = _far_ends_json(
+        NIC, _far_end_ids(rows, "nic"), urls, kind="nic", name="device", parent="node"
+    )
     (nic_head, nic_tail), (node_head, node_tail) = urls["nic"], urls["node"]
     (gpu_head, gpu_tail), (cable_head, cable_tail) = urls["gpu"], urls["cable"]
     text = _json_string
@@ -268,31 +272,22 @@ def _far_end_ids(rows: list[tuple], kind: str) -> set[int]:
     return ids
 
 
-def _far_ports_json(ids: set[int], urls) -> dict[int, str]:
-    """Each far port's brief representation with its switch's, as JSON text, by the port's id."""
+def _far_ends_json(
+    model, ids: set[int], urls, *, kind: str, name: str, parent: str
+) -> dict[int, str]:
+    """Each far end's brief representation, as JSON text, by its id: a port's (its name, its
+    switch's hostname) or a NIC's (its device, its node's hostname)."""
     if not ids:
         return {}  # no query
-    (port_head, port_tail), (switch_head, switch_tail) = urls["port"], urls["switch"]
-    ports = SwitchPort.objects.filter(InArray(F("pk"), ids)).order_by()
+    (head, tail), (parent_head, parent_tail) = urls[kind], urls[parent]
+    rows = (
+        model.objects.filter(InArray(F("pk"), ids))
+        .order_by()
+        .values_list("id", name, parent, f"{parent}__hostname")
+    )
     return {
-        pk: f'{{"id":{pk},"url":"{port_head}{pk}{port_tail}","name":{_json_string(name)},'
-        f'"switch":{{"id":{switch},"url":"{switch_head}{switch}{switch_tail}",'
+        pk: f'{{"id":{pk},"url":"{head}{pk}{tail}","{name}":{_json_string(value)},'
+        f'"{parent}":{{"id":{parent_pk},"url":"{parent_head}{parent_pk}{parent_tail}",'
         f'"hostname":{_json_string(hostname)}}}}}'
-        for pk, name, switch, hostname in ports.values_list(
-            "id", "name", "switch", "switch__hostname"
-        )
-    }
-
-
-def _far_nics_json(ids: set[int], urls) -> dict[int, str]:
-    """Each far NIC's brief representation with its node's, as JSON text, by the NIC's id."""
-    if not ids:
-        return {}  # no query
-    (nic_head, nic_tail), (node_head, node_tail) = urls["nic"], urls["node"]
-    nics = NIC.objects.filter(InArray(F("pk"), ids)).order_by()
-    return {
-        pk: f'{{"id":{pk},"url":"{nic_head}{pk}{nic_tail}","device":{_json_string(device)},'
-        f'"node":{{"id":{node},"url":"{node_head}{node}{node_tail}",'
-        f'"hostname":{_json_string(hostname)}}}}}'
-        for pk, device, node, hostname in nics.values_list("id", "device", "node", "node__hostname")
+        for pk, value, parent_pk, hostname in rows
     }
