@@ -22,7 +22,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import Q
 from rest_framework.exceptions import NotFound
 from rest_framework.pagination import CursorPagination, _reverse_ordering
-from rest_framework.utils.urls import remove_query_param, replace_query_param
+from rest_framework.utils.urls import replace_query_param
 
 from inventory.api.fast_lists import NIC_ROW_PLACE
 from portal.pagination import StrictPageSizeMixin
@@ -51,7 +51,7 @@ class InventoryCursorPagination(StrictPageSizeMixin, CursorPagination):
             self.page.reverse()
         # A page reached going back has a following page (the one the client came from); one
         # reached going forward has a page before it unless it is the first.
-        self.has_next = more if not reverse else True
+        self.has_next = reverse or more
         self.has_previous = more if reverse else key is not None
         self.display_page_controls = self.has_next or self.has_previous
         return self.page
@@ -66,15 +66,11 @@ class InventoryCursorPagination(StrictPageSizeMixin, CursorPagination):
             return None
         return self._link(reverse=True, row=self.page[0])
 
-    def get_html_context(self):
-        return {"previous_url": self.get_previous_link(), "next_url": self.get_next_link()}
-
     def _link(self, *, reverse: bool, row) -> str:
         key = [_jsonable(self._value(row, term.lstrip("-"))) for term in self.ordering]
         text = json.dumps([reverse, key], separators=(",", ":"))
         cursor = urlsafe_b64encode(text.encode()).decode().rstrip("=")
-        url = remove_query_param(self.base_url, self.cursor_query_param)
-        return replace_query_param(url, self.cursor_query_param, cursor)
+        return replace_query_param(self.base_url, self.cursor_query_param, cursor)
 
     def _decode_cursor(self, request) -> tuple[bool, list | None]:
         """(going back, the key of the row the page starts after); a cursor this list did not
@@ -86,11 +82,13 @@ class InventoryCursorPagination(StrictPageSizeMixin, CursorPagination):
             reverse, key = json.loads(urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
         except (TypeError, ValueError):
             raise NotFound(self.invalid_cursor_message) from None
-        if not isinstance(reverse, bool) or not isinstance(key, list):
-            raise NotFound(self.invalid_cursor_message)
-        if len(key) != len(self.ordering) or not all(
-            isinstance(value, int | str) and not isinstance(value, bool) for value in key
-        ):
+        well_formed = (
+            isinstance(reverse, bool)
+            and isinstance(key, list)
+            and len(key) == len(self.ordering)
+            and all(isinstance(value, int | str) and not isinstance(value, bool) for value in key)
+        )
+        if not well_formed:
             raise NotFound(self.invalid_cursor_message)
         return reverse, key
 
